@@ -38,3 +38,6 @@ verify-generate: generate ## Fail if generated files are out of date
 
 .PHONY: test
 test: lint verify-generate integration ## Everything CI runs
+
+# Each area keeps its targets in its own file under mk/.
+-include mk/*.mk
