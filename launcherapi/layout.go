@@ -1,0 +1,73 @@
+package launcherapi
+
+// Names and paths inside the launcher Pod. The controller renders the Pod with them, the launcher
+// creates its files there, and the node agent reaches the same directory from the node through the
+// kubelet's emptyDir path (see HostPrivateDir).
+const (
+	// ComputeContainer runs the launcher (libvirt + qemu).
+	ComputeContainer = "compute"
+	// ConsoleLogContainer streams the guest's serial console log to its stdout, so `kubectl logs
+	// POD -c guest-console-log` shows what the guest printed.
+	ConsoleLogContainer = "guest-console-log"
+
+	// PrivateVolume is the emptyDir shared by the launcher's containers and reached by the node agent.
+	PrivateVolume = "podvirt-private"
+	// PrivateDir is where PrivateVolume is mounted in every launcher container.
+	PrivateDir = "/var/run/podvirt"
+
+	// CommandSocket is the command protocol's unix socket, relative to PrivateDir.
+	CommandSocket = "launcher.sock"
+	// SerialSocket is the guest's serial console (one reader at a time), relative to PrivateDir.
+	SerialSocket = "serial0.sock"
+	// VNCSocket is the guest's VNC display, relative to PrivateDir.
+	VNCSocket = "vnc.sock"
+	// SerialLog is the file the guest's serial output is also written to, relative to PrivateDir.
+	SerialLog = "serial0.log"
+	// DisksDir holds the disk images the init containers copy out of containerDisk and kernelBoot
+	// images (DisksDir/<volume name>/...), relative to PrivateDir. The images are never modified:
+	// the launcher puts a copy-on-write overlay on top.
+	DisksDir = "disks"
+	// KernelBootDir holds the kernel and initrd copied from a kernelBoot container, relative to PrivateDir.
+	KernelBootDir = "kernelboot"
+
+	// BinVolume is the emptyDir the first init container copies the static container-disk helper into,
+	// so that images without any binaries (containerDisk images are often FROM scratch) can run it.
+	BinVolume = "podvirt-bin"
+	// BinDir is where BinVolume is mounted.
+	BinDir = "/var/run/podvirt-bin"
+	// ContainerDiskBinary is the static helper in the launcher image (`container-disk install DIR`
+	// copies itself to DIR; `container-disk copy SRC DST` copies a file sparsely).
+	ContainerDiskBinary = "/usr/bin/container-disk"
+
+	// PVCMountRoot is where PersistentVolumeClaim volumes are mounted (PVCMountRoot/<volume name>/);
+	// the launcher keeps the guest's disk image there as disk.img (created sparse if absent).
+	PVCMountRoot = "/var/run/podvirt/pvc"
+)
+
+// HostPrivateDir is PrivateDir seen from the node: the kubelet keeps emptyDir volumes at
+// <kubeletRoot>/pods/<podUID>/volumes/kubernetes.io~empty-dir/<volume>.
+func HostPrivateDir(kubeletRoot, podUID string) string {
+	return kubeletRoot + "/pods/" + podUID + "/volumes/kubernetes.io~empty-dir/" + PrivateVolume
+}
+
+// Device plugin resources the node agent advertises and launcher Pods request.
+const (
+	// KVMResource is /dev/kvm; advertised only where KVM is really usable.
+	KVMResource = "devices.kubevirt.io/kvm"
+	// TunResource is /dev/net/tun.
+	TunResource = "devices.kubevirt.io/tun"
+	// VhostNetResource is /dev/vhost-net.
+	VhostNetResource = "devices.kubevirt.io/vhost-net"
+)
+
+// Labels and annotations on launcher Pods.
+const (
+	// AppLabel is kubevirt.io=virt-launcher on every launcher Pod.
+	AppLabel = "kubevirt.io"
+	// AppLabelValue is the value of AppLabel on launcher Pods.
+	AppLabelValue = "virt-launcher"
+	// DomainLabel carries the VMI's name (used by `virtctl expose`).
+	DomainLabel = "kubevirt.io/domain"
+	// CreatedByLabel carries the VMI's UID.
+	CreatedByLabel = "kubevirt.io/created-by"
+)

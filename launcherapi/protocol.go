@@ -1,0 +1,84 @@
+package launcherapi
+
+// Command protocol, version 1: HTTP/1.1 over the unix socket CommandSocket, JSON bodies.
+//
+//	GET  /v1/ping       → 200 {"version":"v1"}
+//	POST /v1/sync       body SyncRequest → 200 Status (define and start the domain if it is not yet)
+//	POST /v1/shutdown   body ShutdownRequest → 202 (ACPI power-off; killed after the grace period)
+//	POST /v1/kill       → 202 (stop the guest at once)
+//	POST /v1/pause      → 200 Status
+//	POST /v1/unpause    → 200 Status
+//	GET  /v1/status     → 200 Status
+//
+// Errors: a non-2xx status with body Error. The launcher exits once the domain is gone (after it was
+// started), so the Pod completes: exit code 0 after a guest shutdown, non-zero after a crash or kill.
+const (
+	Version      = "v1"
+	PathPing     = "/v1/ping"
+	PathSync     = "/v1/sync"
+	PathShutdown = "/v1/shutdown"
+	PathKill     = "/v1/kill"
+	PathPause    = "/v1/pause"
+	PathUnpause  = "/v1/unpause"
+	PathStatus   = "/v1/status"
+)
+
+// SyncRequest carries the VirtualMachineInstance (kubevirt.io/v1 JSON) the launcher runs.
+type SyncRequest struct {
+	// VMI is the whole VirtualMachineInstance object as JSON.
+	VMI []byte `json:"vmi"`
+	// Emulation forces software emulation (TCG) instead of KVM.
+	Emulation bool `json:"emulation"`
+}
+
+// ShutdownRequest asks for a graceful shutdown.
+type ShutdownRequest struct {
+	// GracePeriodSeconds after which the guest is killed; 0 kills at once.
+	GracePeriodSeconds int64 `json:"gracePeriodSeconds"`
+}
+
+// DomainState is the guest's state as the launcher sees it.
+type DomainState string
+
+// Domain states.
+const (
+	// DomainNone: no domain defined yet (waiting for sync).
+	DomainNone DomainState = ""
+	// DomainRunning: the guest runs.
+	DomainRunning DomainState = "Running"
+	// DomainPaused: the guest is paused (clock stopped).
+	DomainPaused DomainState = "Paused"
+	// DomainShuttingDown: an ACPI shutdown was sent; the grace period runs.
+	DomainShuttingDown DomainState = "ShuttingDown"
+	// DomainShutoff: the guest powered off by itself (→ VMI Succeeded).
+	DomainShutoff DomainState = "Shutoff"
+	// DomainCrashed: qemu died or the guest crashed (→ VMI Failed).
+	DomainCrashed DomainState = "Crashed"
+)
+
+// Status is the launcher's report of its guest.
+type Status struct {
+	State DomainState `json:"state"`
+	// Reason is a short CamelCase reason for the state (e.g. GuestShutdown, QemuKilled).
+	Reason string `json:"reason,omitempty"`
+	// Message explains the state to a human.
+	Message string `json:"message,omitempty"`
+	// Emulation is true when the guest runs under software emulation (TCG).
+	Emulation bool `json:"emulation"`
+	// Interfaces are the guest's NICs as the launcher knows them.
+	Interfaces []Interface `json:"interfaces,omitempty"`
+	// QemuPID is qemu's process ID inside the Pod's PID namespace.
+	QemuPID int `json:"qemuPid,omitempty"`
+}
+
+// Interface is one guest NIC.
+type Interface struct {
+	Name string   `json:"name"`
+	MAC  string   `json:"mac,omitempty"`
+	IPs  []string `json:"ips,omitempty"`
+}
+
+// Error is the body of a non-2xx reply.
+type Error struct {
+	Message string `json:"message"`
+}
