@@ -1,0 +1,336 @@
+package domainxml
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"libvirt.org/go/libvirtxml"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// DefaultMachineType is used when spec.domain.machine.type is empty.
+const DefaultMachineType = "q35"
+
+// TBCacheMiB is the TCG translation-block cache given to emulated guests: qemu's default (1 GiB on
+// x86_64 hosts, allocated lazily but touched quickly) costs ~30 MiB more RSS for no gain on small guests.
+const TBCacheMiB = 32
+
+// MetadataNamespace is the XML namespace of the launcher's <metadata> element in the domain.
+const MetadataNamespace = "https://podvirt.io/launcher/v1"
+
+// Inputs is everything Build needs besides the VMI: where files live and what the launcher found there.
+type Inputs struct {
+	// Emulation selects software emulation (TCG, <domain type='qemu'>) instead of KVM.
+	Emulation bool
+	// PrivateDir is launcherapi.PrivateDir in a Pod; tests point it elsewhere.
+	PrivateDir string
+	// PVCRoot is launcherapi.PVCMountRoot in a Pod.
+	PVCRoot string
+	// ContainerDisks maps a containerDisk volume's name to the image its init container copied.
+	ContainerDisks map[string]Image
+	// Kernel and Initrd are the kernelBoot files copied into PrivateDir/kernelboot (Initrd may be empty).
+	Kernel, Initrd string
+}
+
+// Image is a disk image file and its format ("qcow2" or "raw").
+type Image struct {
+	Path   string
+	Format string
+}
+
+// FileKind says how the launcher creates a file before it starts the guest.
+type FileKind string
+
+// File kinds.
+const (
+	// FileOverlay is a qcow2 overlay on top of Backing (read-only); recreated on every start.
+	FileOverlay FileKind = "overlay"
+	// FileSparse is a sparse raw file of Size bytes; recreated on every start (emptyDisk).
+	FileSparse FileKind = "sparse"
+	// FilePVCImage is a raw image on a PVC: kept when it exists, else created sparse with the size of
+	// the filesystem it lives on (KubeVirt's filesystem-PVC convention).
+	FilePVCImage FileKind = "pvc-image"
+	// FileNoCloud is a cloud-init NoCloud seed ISO built from the volume named Volume.
+	FileNoCloud FileKind = "nocloud"
+)
+
+// File is a file the launcher must create before it starts the guest.
+type File struct {
+	Kind FileKind
+	Path string
+	// Volume is the spec.volumes entry the file belongs to.
+	Volume string
+	// Backing and BackingFormat are set for FileOverlay.
+	Backing       string
+	BackingFormat string
+	// Size is set for FileSparse.
+	Size int64
+}
+
+// PortForward is a guest port reachable at the Pod's address (user-mode networking's host forward).
+type PortForward struct {
+	// Interface is the spec.domain.devices.interfaces name.
+	Interface string `xml:"interface,attr"`
+	// Protocol is "tcp" or "udp".
+	Protocol string `xml:"protocol,attr"`
+	Port     int32  `xml:"port,attr"`
+}
+
+// Plan is what Build returns: the domain and what the launcher must do around it.
+type Plan struct {
+	Domain *libvirtxml.Domain
+	// Files to create before the domain starts, in spec order.
+	Files []File
+	// Ports to forward once qemu runs.
+	Ports []PortForward
+	// MemoryBytes is the guest memory the spec asked for (libvirt keeps it in KiB, qemu rounds it up
+	// to whole MiB: the launcher reports what qemu got).
+	MemoryBytes int64
+}
+
+// metadata is the launcher's <metadata> child: who the domain belongs to and what it forwards.
+type metadata struct {
+	XMLName   xml.Name      `xml:"https://podvirt.io/launcher/v1 vmi"`
+	Namespace string        `xml:"namespace,attr"`
+	Name      string        `xml:"name,attr"`
+	UID       string        `xml:"uid,attr"`
+	Ports     []PortForward `xml:"port"`
+}
+
+// DomainName is the libvirt domain name of a VMI.
+func DomainName(vmi *virtv1.VirtualMachineInstance) string {
+	return vmi.Namespace + "_" + vmi.Name
+}
+
+// Build converts vmi into a libvirt domain and the files and port forwards around it.
+func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
+	if in.PrivateDir == "" {
+		in.PrivateDir = launcherapi.PrivateDir
+	}
+	if in.PVCRoot == "" {
+		in.PVCRoot = launcherapi.PVCMountRoot
+	}
+	spec := &vmi.Spec.Domain
+	mem, err := guestMemory(spec)
+	if err != nil {
+		return nil, err
+	}
+	dom := &libvirtxml.Domain{
+		Type:       "kvm",
+		Name:       DomainName(vmi),
+		Memory:     &libvirtxml.DomainMemory{Value: uint(mem), Unit: "b"},
+		OnPoweroff: "destroy",
+		OnReboot:   "restart",
+		OnCrash:    "destroy",
+		Devices:    &libvirtxml.DomainDeviceList{},
+	}
+	if in.Emulation {
+		dom.Type = "qemu"
+	}
+	if err := setFirmware(dom, vmi); err != nil {
+		return nil, err
+	}
+	setCPU(dom, spec.CPU, in.Emulation)
+	if err := setOS(dom, spec, in); err != nil {
+		return nil, err
+	}
+	setFeatures(dom, spec.Features, in.Emulation)
+	plan := &Plan{Domain: dom, MemoryBytes: mem}
+	if err := addDisks(plan, vmi, in); err != nil {
+		return nil, err
+	}
+	if err := addInterfaces(plan, vmi); err != nil {
+		return nil, err
+	}
+	addConsoleAndGraphics(dom, &spec.Devices, in.PrivateDir)
+	md, err := xml.Marshal(metadata{
+		Namespace: vmi.Namespace, Name: vmi.Name, UID: string(vmi.UID), Ports: plan.Ports,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("marshal domain metadata: %w", err)
+	}
+	dom.Metadata = &libvirtxml.DomainMetadata{XML: string(md)}
+	return plan, nil
+}
+
+// guestMemory is spec.domain.memory.guest, else resources.requests.memory, in bytes, exactly.
+func guestMemory(spec *virtv1.DomainSpec) (int64, error) {
+	if spec.Memory != nil && spec.Memory.Guest != nil {
+		if v := spec.Memory.Guest.Value(); v > 0 {
+			return v, nil
+		}
+		return 0, errors.New("spec.domain.memory.guest: must be positive")
+	}
+	if q, ok := spec.Resources.Requests["memory"]; ok {
+		if v := q.Value(); v > 0 {
+			return v, nil
+		}
+		return 0, errors.New("spec.domain.resources.requests.memory: must be positive")
+	}
+	return 0, errors.New("spec.domain.resources.requests.memory: required (or spec.domain.memory.guest)")
+}
+
+// setFirmware sets the domain UUID and the SMBIOS system entries the guest reads.
+func setFirmware(dom *libvirtxml.Domain, vmi *virtv1.VirtualMachineInstance) error {
+	fw := vmi.Spec.Domain.Firmware
+	if fw == nil || fw.UUID == "" {
+		return errors.New("spec.domain.firmware.uuid: required (the controller sets it)")
+	}
+	dom.UUID = string(fw.UUID)
+	entries := []libvirtxml.DomainSysInfoEntry{
+		{Name: "manufacturer", Value: "Podvirt"},
+		{Name: "product", Value: "None"},
+		{Name: "uuid", Value: string(fw.UUID)},
+		{Name: "family", Value: "Podvirt"},
+	}
+	if fw.Serial != "" {
+		entries = append(entries, libvirtxml.DomainSysInfoEntry{Name: "serial", Value: fw.Serial})
+	}
+	dom.SysInfo = []libvirtxml.DomainSysInfo{{SMBIOS: &libvirtxml.DomainSysInfoSMBIOS{
+		System: &libvirtxml.DomainSysInfoSystem{Entry: entries},
+	}}}
+	return nil
+}
+
+// setCPU sets vCPUs and topology. Under emulation host-model/host-passthrough mean nothing (there is
+// no host CPU to copy), so the emulator's default model is used.
+func setCPU(dom *libvirtxml.Domain, c *virtv1.CPU, emulation bool) {
+	sockets, cores, threads := 1, 1, 1
+	model := ""
+	if c != nil {
+		sockets, cores, threads = orOne(c.Sockets), orOne(c.Cores), orOne(c.Threads)
+		model = c.Model
+	}
+	dom.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: uint(sockets * cores * threads)}
+	cpu := &libvirtxml.DomainCPU{
+		Topology: &libvirtxml.DomainCPUTopology{Sockets: sockets, Dies: 1, Cores: cores, Threads: threads},
+	}
+	switch {
+	case model == "host-model" || model == "host-passthrough":
+		if !emulation {
+			cpu.Mode = model
+		}
+	case model != "":
+		cpu.Mode = "custom"
+		cpu.Match = "exact"
+		cpu.Model = &libvirtxml.DomainCPUModel{Value: model, Fallback: "forbid"}
+	case !emulation:
+		cpu.Mode = "host-model"
+	}
+	dom.CPU = cpu
+}
+
+func orOne(v uint32) int {
+	if v == 0 {
+		return 1
+	}
+	return int(v)
+}
+
+// setOS sets the machine type, SMBIOS from sysinfo and direct kernel boot.
+func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
+	machine := DefaultMachineType
+	if spec.Machine != nil && spec.Machine.Type != "" {
+		machine = spec.Machine.Type
+	}
+	dom.OS = &libvirtxml.DomainOS{
+		Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Machine: machine, Type: "hvm"},
+		SMBios: &libvirtxml.DomainSMBios{Mode: "sysinfo"},
+	}
+	fw := spec.Firmware
+	if fw == nil || fw.KernelBoot == nil {
+		return nil
+	}
+	kb := fw.KernelBoot
+	if kb.Container == nil {
+		return errors.New("spec.domain.firmware.kernelBoot.container: required (the only kernel source supported)")
+	}
+	if kb.Container.KernelPath == "" {
+		return errors.New("spec.domain.firmware.kernelBoot.container.kernelPath: required to boot a kernel")
+	}
+	if in.Kernel == "" {
+		return fmt.Errorf("spec.domain.firmware.kernelBoot.container.kernelPath: %s was not copied into %s",
+			kb.Container.KernelPath, filepath.Join(in.PrivateDir, launcherapi.KernelBootDir))
+	}
+	if kb.Container.InitrdPath != "" && in.Initrd == "" {
+		return fmt.Errorf("spec.domain.firmware.kernelBoot.container.initrdPath: %s was not copied into %s",
+			kb.Container.InitrdPath, filepath.Join(in.PrivateDir, launcherapi.KernelBootDir))
+	}
+	dom.OS.Kernel = in.Kernel
+	dom.OS.Initrd = in.Initrd
+	dom.OS.Cmdline = kb.KernelArgs
+	return nil
+}
+
+// setFeatures sets ACPI (default on: graceful shutdown needs it), APIC (default on), SMM and, under
+// emulation, the TCG translation-block cache size.
+func setFeatures(dom *libvirtxml.Domain, f *virtv1.Features, emulation bool) {
+	fl := &libvirtxml.DomainFeatureList{}
+	acpi, apic := true, true
+	if f != nil {
+		acpi = enabled(&f.ACPI, true)
+		if f.APIC != nil {
+			apic = enabled(f.APIC, true)
+		}
+		if f.SMM != nil {
+			state := "off"
+			if enabled(f.SMM, true) {
+				state = "on"
+			}
+			fl.SMM = &libvirtxml.DomainFeatureSMM{State: state}
+		}
+	}
+	if acpi {
+		fl.ACPI = &libvirtxml.DomainFeature{}
+	}
+	if apic {
+		fl.APIC = &libvirtxml.DomainFeatureAPIC{}
+	}
+	if emulation {
+		fl.TCG = &libvirtxml.DomainFeatureTCG{TBCache: &libvirtxml.DomainFeatureTCGTBCache{Unit: "MiB", Size: TBCacheMiB}}
+	}
+	dom.Features = fl
+}
+
+func enabled(s *virtv1.FeatureState, def bool) bool {
+	if s == nil || s.Enabled == nil {
+		return def
+	}
+	return *s.Enabled
+}
+
+// addConsoleAndGraphics adds the serial console (unix socket + log file) and the VNC display (unix
+// socket) unless the spec turns them off, and no memory balloon (it costs memory and nothing uses it).
+func addConsoleAndGraphics(dom *libvirtxml.Domain, d *virtv1.Devices, privateDir string) {
+	devs := dom.Devices
+	if d.AutoattachSerialConsole == nil || *d.AutoattachSerialConsole {
+		port := uint(0)
+		src := &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{
+			Mode: "bind", Path: filepath.Join(privateDir, launcherapi.SerialSocket),
+		}}
+		devs.Serials = []libvirtxml.DomainSerial{{
+			Source: src,
+			Target: &libvirtxml.DomainSerialTarget{Port: &port},
+			Log:    &libvirtxml.DomainChardevLog{File: filepath.Join(privateDir, launcherapi.SerialLog), Append: "on"},
+		}}
+		devs.Consoles = []libvirtxml.DomainConsole{{
+			Source: src,
+			Target: &libvirtxml.DomainConsoleTarget{Type: "serial", Port: &port},
+		}}
+	}
+	if d.AutoattachGraphicsDevice == nil || *d.AutoattachGraphicsDevice {
+		devs.Graphics = []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
+			Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{
+				Socket: filepath.Join(privateDir, launcherapi.VNCSocket),
+			}}},
+		}}}
+		devs.Videos = []libvirtxml.DomainVideo{{Model: libvirtxml.DomainVideoModel{Type: "vga", VRam: 16384, Heads: 1}}}
+	} else {
+		devs.Videos = []libvirtxml.DomainVideo{{Model: libvirtxml.DomainVideoModel{Type: "none"}}}
+	}
+	devs.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
+}

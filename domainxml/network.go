@@ -1,0 +1,117 @@
+package domainxml
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"net"
+	"strings"
+
+	"libvirt.org/go/libvirtxml"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// DefaultNetwork is the name of the pod network interface added when the spec declares none.
+const DefaultNetwork = "default"
+
+// addInterfaces adds one user-mode (slirp) NIC per spec.domain.devices.interfaces entry. User-mode
+// networking is masquerade: the guest's traffic leaves with the Pod's address and the declared ports
+// are forwarded from the Pod's address to the guest (Plan.Ports, applied by the launcher once qemu
+// runs). It needs no privilege, no tap device and no bridge in the Pod.
+func addInterfaces(plan *Plan, vmi *virtv1.VirtualMachineInstance) error {
+	ifaces, networks := vmi.Spec.Domain.Devices.Interfaces, vmi.Spec.Networks
+	auto := vmi.Spec.Domain.Devices.AutoattachPodInterface
+	if len(ifaces) == 0 && len(networks) == 0 && (auto == nil || *auto) {
+		ifaces = []virtv1.Interface{{Name: DefaultNetwork, Masquerade: &virtv1.InterfaceMasquerade{}}}
+		networks = []virtv1.Network{{Name: DefaultNetwork, NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}}}
+	}
+	byName := map[string]*virtv1.Network{}
+	for i := range networks {
+		byName[networks[i].Name] = &networks[i]
+	}
+	for i := range ifaces {
+		iface := &ifaces[i]
+		field := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
+		netw, ok := byName[iface.Name]
+		if !ok {
+			return fmt.Errorf("%s: no network named %q in spec.networks", field, iface.Name)
+		}
+		if netw.Pod == nil {
+			return fmt.Errorf("spec.networks[name=%s]: only the pod network is supported", netw.Name)
+		}
+		nic, err := userInterface(vmi, iface, netw.Pod, field)
+		if err != nil {
+			return err
+		}
+		plan.Domain.Devices.Interfaces = append(plan.Domain.Devices.Interfaces, nic)
+		for j, p := range iface.Ports {
+			proto := strings.ToLower(p.Protocol)
+			if proto == "" {
+				proto = "tcp"
+			}
+			if proto != "tcp" && proto != "udp" {
+				return fmt.Errorf("%s.ports[%d].protocol: %q is not TCP or UDP", field, j, p.Protocol)
+			}
+			if p.Port < 1 || p.Port > 65535 {
+				return fmt.Errorf("%s.ports[%d].port: %d is out of range 1-65535", field, j, p.Port)
+			}
+			plan.Ports = append(plan.Ports, PortForward{Interface: iface.Name, Protocol: proto, Port: p.Port})
+		}
+	}
+	return nil
+}
+
+// userInterface is a libvirt <interface type='user'> for one spec interface.
+func userInterface(vmi *virtv1.VirtualMachineInstance, iface *virtv1.Interface, pod *virtv1.PodNetwork, field string) (libvirtxml.DomainInterface, error) {
+	var nic libvirtxml.DomainInterface
+	if iface.Bridge != nil {
+		return nic, fmt.Errorf("%s.bridge: not supported with user-mode pod networking (use masquerade)", field)
+	}
+	if iface.PciAddress != "" {
+		return nic, fmt.Errorf("%s.pciAddress: not supported", field)
+	}
+	model := iface.Model
+	if model == "" {
+		model = "virtio"
+	}
+	mac := iface.MacAddress
+	if mac == "" {
+		mac = StableMAC(vmi, iface.Name)
+	}
+	hw, err := net.ParseMAC(strings.ReplaceAll(mac, "-", ":"))
+	if err != nil || len(hw) != 6 {
+		return nic, fmt.Errorf("%s.macAddress: %q is not a MAC address", field, iface.MacAddress)
+	}
+	nic = libvirtxml.DomainInterface{
+		Source: &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}},
+		MAC:    &libvirtxml.DomainInterfaceMAC{Address: hw.String()},
+		Model:  &libvirtxml.DomainInterfaceModel{Type: model},
+	}
+	if iface.BootOrder != nil {
+		nic.Boot = &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}
+	}
+	if pod.VMNetworkCIDR != "" {
+		ip, ipnet, err := net.ParseCIDR(pod.VMNetworkCIDR)
+		if err != nil || ip.To4() == nil {
+			return nic, fmt.Errorf("spec.networks[name=%s].pod.vmNetworkCIDR: %q is not an IPv4 CIDR", iface.Name, pod.VMNetworkCIDR)
+		}
+		ones, _ := ipnet.Mask.Size()
+		nic.IP = append(nic.IP, libvirtxml.DomainInterfaceIP{Family: "ipv4", Address: ipnet.IP.String(), Prefix: uint(ones)})
+	}
+	if pod.VMIPv6NetworkCIDR != "" {
+		ip, ipnet, err := net.ParseCIDR(pod.VMIPv6NetworkCIDR)
+		if err != nil || ip.To4() != nil {
+			return nic, fmt.Errorf("spec.networks[name=%s].pod.vmIPv6NetworkCIDR: %q is not an IPv6 CIDR", iface.Name, pod.VMIPv6NetworkCIDR)
+		}
+		ones, _ := ipnet.Mask.Size()
+		nic.IP = append(nic.IP, libvirtxml.DomainInterfaceIP{Family: "ipv6", Address: ipnet.IP.String(), Prefix: uint(ones)})
+	}
+	return nic, nil
+}
+
+// StableMAC derives a MAC address from the VMI's namespace, name and the interface name, so a VM keeps
+// its MAC across restarts (qemu's 52:54:00 prefix, locally administered range).
+func StableMAC(vmi *virtv1.VirtualMachineInstance, iface string) string {
+	sum := sha256.Sum256([]byte(vmi.Namespace + "/" + vmi.Name + "/" + iface))
+	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", sum[0], sum[1], sum[2])
+}
