@@ -1,0 +1,166 @@
+// Package cloudinit builds cloud-init NoCloud seeds: an ISO9660 image labelled "cidata" holding
+// user-data, meta-data (instance-id and local-hostname) and, when given, network-config. It is pure Go
+// (github.com/diskfs/go-diskfs writes the image, with Rock Ridge names so the guest sees "user-data",
+// not ISO9660's mangled "USER_DAT.;1").
+package cloudinit
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+	corev1 "k8s.io/api/core/v1"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// VolumeLabel is the label cloud-init's NoCloud datasource looks for.
+const VolumeLabel = "cidata"
+
+// File names in the seed.
+const (
+	UserDataFile      = "user-data"
+	MetaDataFile      = "meta-data"
+	NetworkConfigFile = "network-config"
+)
+
+// Seed is the content of a NoCloud seed.
+type Seed struct {
+	// InstanceID identifies the instance to cloud-init; per-instance modules run again when it changes.
+	InstanceID string
+	// Hostname is meta-data's local-hostname.
+	Hostname string
+	// UserData is the user-data file (may be empty).
+	UserData []byte
+	// NetworkData is the network-config file; nil means no file.
+	NetworkData []byte
+}
+
+// SecretLookup returns the data of the Secret with the given name (the caller reads it from wherever the
+// Pod has it; this package does not talk to Kubernetes).
+type SecretLookup func(name string) (map[string][]byte, error)
+
+// SeedFor is the seed of the cloudInitNoCloud volume named volume in vmi. The instance-id is
+// "<name>.<namespace>" (stable across restarts, as KubeVirt does) and the hostname is spec.hostname or
+// the VMI's name. secrets resolves secretRef and networkDataSecretRef; it may be nil when none is used.
+func SeedFor(vmi *virtv1.VirtualMachineInstance, volume string, secrets SecretLookup) (Seed, error) {
+	var src *virtv1.CloudInitNoCloudSource
+	for i := range vmi.Spec.Volumes {
+		if vmi.Spec.Volumes[i].Name == volume {
+			src = vmi.Spec.Volumes[i].CloudInitNoCloud
+		}
+	}
+	field := fmt.Sprintf("spec.volumes[name=%s].cloudInitNoCloud", volume)
+	if src == nil {
+		return Seed{}, fmt.Errorf("%s: not set", field)
+	}
+	seed := Seed{InstanceID: vmi.Name + "." + vmi.Namespace, Hostname: vmi.Spec.Hostname}
+	if seed.Hostname == "" {
+		seed.Hostname = vmi.Name
+	}
+	var err error
+	seed.UserData, err = pick(field, "userData", src.UserData, src.UserDataBase64, src.SecretRef, secrets, "userdata", "userData")
+	if err != nil {
+		return Seed{}, err
+	}
+	seed.NetworkData, err = pick(field, "networkData", src.NetworkData, src.NetworkDataBase64, src.NetworkDataSecretRef, secrets, "networkdata", "networkData")
+	if err != nil {
+		return Seed{}, err
+	}
+	return seed, nil
+}
+
+// pick returns the one of text, base64 or secret that is set (nil when none is).
+func pick(field, name, text, b64 string, ref *corev1.LocalObjectReference, secrets SecretLookup, keys ...string) ([]byte, error) {
+	switch {
+	case text != "":
+		return []byte(text), nil
+	case b64 != "":
+		data, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%sBase64: %w", field, name, err)
+		}
+		return data, nil
+	case ref != nil && ref.Name != "":
+		if secrets == nil {
+			return nil, fmt.Errorf("%s.%sSecretRef: secret %s is not available to the launcher", field, name, ref.Name)
+		}
+		data, err := secrets(ref.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%sSecretRef: %w", field, name, err)
+		}
+		for _, k := range keys {
+			if v, ok := data[k]; ok {
+				return v, nil
+			}
+		}
+		return nil, fmt.Errorf("%s.%sSecretRef: secret %s has no key %q", field, name, ref.Name, keys[0])
+	}
+	return nil, nil
+}
+
+// MetaData is the meta-data file of seed.
+func (s Seed) MetaData() []byte {
+	return []byte(fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", s.InstanceID, s.Hostname))
+}
+
+// WriteISO writes seed as a NoCloud ISO to path (replacing it). The image is built in a temporary
+// directory next to path.
+func WriteISO(path string, seed Seed) (err error) {
+	if seed.InstanceID == "" {
+		return errors.New("seed: instance-id is empty")
+	}
+	dir := filepath.Dir(path)
+	work, err := os.MkdirTemp(dir, ".nocloud-")
+	if err != nil {
+		return fmt.Errorf("create iso workspace: %w", err)
+	}
+	defer func() {
+		if rerr := os.RemoveAll(work); rerr != nil && err == nil {
+			err = fmt.Errorf("remove iso workspace: %w", rerr)
+		}
+	}()
+	tmp := filepath.Join(work, "seed.iso")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create iso: %w", err)
+	}
+	defer f.Close()
+	staging := filepath.Join(work, "staging")
+	if err := os.Mkdir(staging, 0o700); err != nil {
+		return fmt.Errorf("create iso staging dir: %w", err)
+	}
+	fs, err := iso9660.Create(file.New(f, false), 0, 0, 2048, staging)
+	if err != nil {
+		return fmt.Errorf("create iso filesystem: %w", err)
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{UserDataFile, seed.UserData}, {MetaDataFile, seed.MetaData()}}
+	if seed.NetworkData != nil {
+		files = append(files, struct {
+			name string
+			data []byte
+		}{NetworkConfigFile, seed.NetworkData})
+	}
+	for _, sf := range files {
+		if err := os.WriteFile(filepath.Join(staging, sf.name), sf.data, 0o644); err != nil {
+			return fmt.Errorf("stage %s: %w", sf.name, err)
+		}
+	}
+	if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: VolumeLabel}); err != nil {
+		return fmt.Errorf("write iso: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close iso: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("install iso: %w", err)
+	}
+	return nil
+}
