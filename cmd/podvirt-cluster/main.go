@@ -1,0 +1,120 @@
+// Command podvirt-cluster runs the local single-node Kubernetes cluster used for development and
+// e2e tests: up, down, status, logs [component], verify-clean.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podvirt/podvirt/localcluster"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd(os.Stdout).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "podvirt-cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd(out io.Writer) *cobra.Command {
+	cfg := localcluster.DefaultConfig()
+	root := &cobra.Command{
+		Use:           "podvirt-cluster",
+		Short:         "A real single-node Kubernetes on this machine (root, Debian)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "state directory (PKI, configs, data, PID files, logs)")
+	var timeout time.Duration
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start the cluster (idempotent) and wait until the node is Ready",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return localcluster.Up(ctx, cfg, out)
+		},
+	}
+	up.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long (a cold build of the binaries takes ~15 min)")
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Stop everything the cluster started and remove its state (the image cache stays)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return localcluster.Down(cmd.Context(), cfg, out)
+		},
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show which components run",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return localcluster.Status(cmd.Context(), cfg, out)
+		},
+	}
+	logs := &cobra.Command{
+		Use:   "logs [component]",
+		Short: "Print a component's log, or the last lines of all logs",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return localcluster.Logs(cfg, strings.Join(args, ""), out)
+		},
+	}
+	verify := &cobra.Command{
+		Use:   "verify-clean",
+		Short: "Fail, listing them, if processes, mounts, netns, links, nft tables or iptables chains of the cluster are left",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			left := localcluster.Leftovers(cmd.Context(), cfg)
+			if len(left) == 0 {
+				fmt.Fprintln(out, "clean")
+				return nil
+			}
+			for _, l := range left {
+				fmt.Fprintln(out, l)
+			}
+			return fmt.Errorf("%d leftovers", len(left))
+		},
+	}
+	root.AddCommand(up, down, status, logs, verify, newProvisionerCmd(out))
+	return root
+}
+
+// newProvisionerCmd is the volume provisioner process Up starts (not for direct use).
+func newProvisionerCmd(out io.Writer) *cobra.Command {
+	var kubeconfig, dir string
+	cmd := &cobra.Command{
+		Use:    "provisioner",
+		Short:  "Serve the default StorageClass with hostPath volumes (started by up)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			cs, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			return localcluster.RunProvisioner(cmd.Context(), cs, dir, out)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the provisioner")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory holding the volumes")
+	return cmd
+}

@@ -1,0 +1,318 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Down tears the cluster down in the order that leaves nothing behind: pods first (so CNI DEL
+// runs), then every process by its PID, kube-proxy's rules, the bridge, network namespaces, host
+// mounts, iptables chains and sysctls it created, and finally the state directory. The image cache
+// stays. Down on a machine without a cluster does nothing harmful.
+func Down(ctx context.Context, c Config, out io.Writer) error {
+	if err := Preflight(); err != nil {
+		return err
+	}
+	rec, haveRec := c.readHostRecord()
+	step := func(what string) { fmt.Fprintln(out, "down:", what) }
+	var errs []error
+	keep := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+			fmt.Fprintln(out, "down: warning:", err)
+		}
+	}
+	// No new pods: stop the controllers and the scheduler before deleting pods.
+	for _, n := range []string{compProvisioner, compController, compScheduler} {
+		keep(c.stop(ctx, n, 10*time.Second))
+	}
+	if _, ok := c.running(compAPIServer); ok {
+		step("deleting all pods and waiting for containerd to have no tasks")
+		keep(c.deletePods(ctx, 120*time.Second))
+	}
+	keep(c.waitNoTasks(ctx, 30*time.Second))
+	for _, n := range []string{compKubelet, compProxy, compAPIServer, compEtcd} {
+		keep(c.stop(ctx, n, 15*time.Second))
+	}
+	step("killing leftover containers")
+	keep(c.killTasks(ctx))
+	keep(c.stop(ctx, compContainerd, 15*time.Second))
+	for _, p := range processesMentioning(c.StateDir) { // containerd shims: -address <our socket>
+		keep(killAndWait(ctx, p.pid, 5*time.Second))
+	}
+	step("network: kube-proxy rules, bridge, netns, iptables chains")
+	keep(c.cleanNetwork(ctx, rec))
+	if haveRec {
+		keep(setSysctls(rec.Sysctls))
+	}
+	step("unmounting and removing " + c.StateDir + " and " + c.KubeletRootDir)
+	keep(c.unmountAll())
+	keep(os.RemoveAll(c.StateDir))
+	if haveRec {
+		for _, p := range rec.CreatedPaths {
+			keep(os.RemoveAll(p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deletePods deletes every pod with a short grace period and waits until none is left.
+func (c Config) deletePods(ctx context.Context, timeout time.Duration) error {
+	cs, err := c.clientset()
+	if err != nil {
+		return err
+	}
+	grace := int64(1)
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	for _, ns := range nss.Items {
+		err := cs.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace}, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("delete pods in %s: %w", ns.Name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return c.noPodsLeft(ctx, cs)
+	})
+}
+
+func (c Config) noPodsLeft(ctx context.Context, cs kubernetes.Interface) (bool, error) {
+	if _, ok := c.running(compKubelet); !ok {
+		return true, nil // nothing will finish the deletion; the tasks are killed below
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, nil
+	}
+	return len(pods.Items) == 0, nil
+}
+
+// tasks lists containerd's tasks in the k8s.io namespace.
+func (c Config) tasks(ctx context.Context) ([]string, error) {
+	if _, ok := c.running(compContainerd); !ok {
+		return nil, nil
+	}
+	out, err := run(ctx, "ctr", "-n", "k8s.io", "--address", c.ContainerdSocket(), "tasks", "ls", "-q")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+func (c Config) waitNoTasks(ctx context.Context, timeout time.Duration) error {
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		left, err = c.tasks(ctx)
+		return err == nil && len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("containerd still has %d tasks: %w", len(left), err)
+	}
+	return nil
+}
+
+// killTasks kills and deletes whatever tasks are left once the kubelet is gone.
+func (c Config) killTasks(ctx context.Context) error {
+	ids, err := c.tasks(ctx)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	for _, id := range ids {
+		_, _ = run(ctx, "ctr", "-n", "k8s.io", "--address", c.ContainerdSocket(), "tasks", "kill", "-a", "-s", "SIGKILL", id)
+	}
+	return c.waitNoTasksDeleting(ctx, ids)
+}
+
+func (c Config) waitNoTasksDeleting(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		_, _ = run(ctx, "ctr", "-n", "k8s.io", "--address", c.ContainerdSocket(), "tasks", "delete", "-f", id)
+	}
+	return c.waitNoTasks(ctx, 15*time.Second)
+}
+
+// cleanNetwork removes kube-proxy's rules, the bridge, the pods' network namespaces and the
+// iptables chains that were not there before Up.
+func (c Config) cleanNetwork(ctx context.Context, rec hostRecord) error {
+	var errs []error
+	if proxy := c.kubeProxyBinary(); proxy != "" {
+		if _, err := run(ctx, proxy, "--cleanup"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, ns := range c.ourNetns() {
+		if _, err := run(ctx, "ip", "netns", "delete", ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := run(ctx, "ip", "link", "show", c.Bridge); err == nil {
+		if _, err := run(ctx, "ip", "link", "delete", c.Bridge); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, deleteChains(ctx, rec.IPTablesChains))
+	for _, t := range ourNftTables(ctx) {
+		if _, err := run(ctx, "nft", "delete", "table", t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kubeProxyBinary finds kube-proxy in the binary cache (kube-proxy --cleanup needs no cluster).
+func (c Config) kubeProxyBinary() string {
+	matches, _ := filepath.Glob(filepath.Join(c.CacheDir, "bin", "kubernetes-*", "kube-proxy"))
+	if len(matches) == 0 {
+		return ""
+	}
+	return matches[len(matches)-1]
+}
+
+// ourNetns lists the pods' network namespaces (containerd's CRI names them cni-<uuid>).
+func (c Config) ourNetns() []string {
+	entries, _ := os.ReadDir("/run/netns")
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "cni-") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// ourChain is true for the chain prefixes the kubelet, kube-proxy and the CNI plugins create.
+func ourChain(chain string) bool {
+	return strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-")
+}
+
+// deleteChains flushes and deletes our iptables chains that were not in before (and the rules
+// that jump to them).
+func deleteChains(ctx context.Context, before []string) error {
+	existed := map[string]bool{}
+	for _, ch := range before {
+		existed[ch] = true
+	}
+	now, err := iptablesChains(ctx)
+	if err != nil {
+		return err
+	}
+	var doomed []string
+	for _, ch := range now {
+		if _, name, _ := strings.Cut(ch, "/"); ourChain(name) && !existed[ch] {
+			doomed = append(doomed, ch)
+		}
+	}
+	if len(doomed) == 0 {
+		return nil
+	}
+	// Rules first (they may jump between our chains), then the empty chains.
+	for _, ch := range doomed {
+		table, name, _ := strings.Cut(ch, "/")
+		_, _ = run(ctx, "iptables", "-t", table, "-F", name)
+	}
+	var errs []error
+	for _, ch := range doomed {
+		table, name, _ := strings.Cut(ch, "/")
+		if err := deleteJumps(ctx, table, name); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := run(ctx, "iptables", "-t", table, "-X", name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteJumps removes the rules of table that jump to chain.
+func deleteJumps(ctx context.Context, table, chain string) error {
+	out, err := run(ctx, "iptables", "-t", table, "-S")
+	if err != nil {
+		return err
+	}
+	for _, rule := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(rule, "-A ") || !strings.Contains(rule, " -j "+chain) {
+			continue
+		}
+		args := append([]string{"-t", table, "-D"}, strings.Fields(strings.TrimPrefix(rule, "-A "))...)
+		if _, err := run(ctx, "iptables", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ourNftTables lists nftables tables made for the cluster ("family name").
+func ourNftTables(ctx context.Context) []string {
+	out, err := run(ctx, "nft", "list", "tables")
+	if err != nil {
+		return nil
+	}
+	var tables []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "table" && (f[2] == "kube-proxy" || strings.HasPrefix(f[2], "podvirt")) {
+			tables = append(tables, f[1]+" "+f[2])
+		}
+	}
+	return tables
+}
+
+// ourMounts lists mount points under the state directory, the kubelet root, the pods' network
+// namespaces and containerd's runtime directory, deepest first.
+func (c Config) ourMounts() []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	prefixes := []string{c.StateDir + "/", c.KubeletRootDir + "/", "/run/netns/cni-", "/run/containerd/"}
+	seen := map[string]bool{}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		for _, p := range prefixes {
+			if (strings.HasPrefix(mp, p) || mp+"/" == p) && !seen[mp] {
+				seen[mp] = true
+				out = append(out, mp)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") })
+	return out
+}
+
+// unescapeMount decodes the octal escapes of /proc/self/mountinfo (\040 for a space).
+func unescapeMount(s string) string {
+	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	return r.Replace(s)
+}
+
+// unmountAll unmounts our mounts, deepest first; a busy mount is detached.
+func (c Config) unmountAll() error {
+	var errs []error
+	for _, mp := range c.ourMounts() {
+		if err := syscall.Unmount(mp, 0); err != nil {
+			if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,252 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Up brings the cluster up (or completes a partly started one) and waits until the node is Ready
+// and the default ServiceAccount exists. It returns while the cluster keeps running.
+func Up(ctx context.Context, c Config, out io.Writer) error {
+	began := time.Now()
+	step := func(what string) { fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(began).Seconds(), what) }
+	if err := Preflight(); err != nil {
+		return err
+	}
+	step("packages")
+	if err := ensurePackages(ctx); err != nil {
+		return err
+	}
+	step("kubernetes binaries")
+	binDir, err := c.ensureBinaries(ctx, out)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.StateDir, 0o755); err != nil {
+		return err
+	}
+	if err := c.recordHost(ctx); err != nil {
+		return err
+	}
+	step("network, pki, configs")
+	if err := c.prepareHost(ctx); err != nil {
+		return err
+	}
+	self, err := c.installSelf()
+	if err != nil {
+		return err
+	}
+	comps := map[string]component{}
+	for _, comp := range c.components(binDir, self) {
+		comps[comp.name] = comp
+	}
+	if err := c.startRuntime(ctx, comps[compContainerd], out, step); err != nil {
+		return err
+	}
+	step("etcd")
+	if err := c.startAndWait(ctx, comps[compEtcd], 60*time.Second, c.etcdHealthy); err != nil {
+		return err
+	}
+	cs, err := c.clientset()
+	if err != nil {
+		return err
+	}
+	step("kube-apiserver")
+	if err := c.startAndWait(ctx, comps[compAPIServer], 120*time.Second, apiserverReady(cs)); err != nil {
+		return err
+	}
+	step("controller-manager, scheduler, kubelet, kube-proxy, provisioner")
+	for _, n := range []string{compController, compScheduler, compKubelet, compProxy, compProvisioner} {
+		if err := c.start(comps[n]); err != nil {
+			return err
+		}
+	}
+	if err := ensureStorageClass(ctx, cs); err != nil {
+		return err
+	}
+	step("waiting for node Ready and the default ServiceAccount")
+	if err := c.waitReady(ctx, cs, 180*time.Second); err != nil {
+		return err
+	}
+	step("cluster is up")
+	fmt.Fprintf(out, "\nUse it with:\n  export KUBECONFIG=%s\n  kubectl get nodes\n", c.Kubeconfig())
+	return nil
+}
+
+// prepareHost sets sysctls, creates the bridge and writes PKI and configuration files.
+func (c Config) prepareHost(ctx context.Context) error {
+	if err := setSysctls(sysctls); err != nil {
+		return err
+	}
+	if err := c.ensureBridge(ctx); err != nil {
+		return err
+	}
+	if err := c.ensurePKI(); err != nil {
+		return err
+	}
+	for _, d := range []string{c.volumeDir(), c.path("cni", "ipam"), c.KubeletRootDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return c.writeConfigs()
+}
+
+// startRuntime starts containerd and imports the sandbox image and every cached image.
+func (c Config) startRuntime(ctx context.Context, comp component, out io.Writer, step func(string)) error {
+	step("containerd")
+	if err := c.startAndWait(ctx, comp, 30*time.Second, c.containerdReady); err != nil {
+		return err
+	}
+	step("pause image")
+	if _, err := c.buildPauseImage(ctx); err != nil {
+		return err
+	}
+	step("importing cached images from " + c.ImageDir())
+	return c.importCachedImages(ctx, io.Discard)
+}
+
+// installSelf copies this program into the state directory: `go run` deletes its binary on exit,
+// and the provisioner process outlives it.
+func (c Config) installSelf() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	dst := c.path("bin", "podvirt-cluster")
+	if _, ok := c.running(compProvisioner); ok {
+		return dst, nil // in use; the running copy stays
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		return "", fmt.Errorf("read own binary: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o755); err != nil {
+		return "", err
+	}
+	return dst, os.Rename(tmp, dst)
+}
+
+// startAndWait starts a component and waits until ready reports true, failing early (with the
+// log's tail) if the process dies.
+func (c Config) startAndWait(ctx context.Context, comp component, timeout time.Duration, ready func(context.Context) bool) error {
+	if err := c.start(comp); err != nil {
+		return err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if _, ok := c.running(comp.name); !ok {
+			return false, fmt.Errorf("%s exited", comp.name)
+		}
+		return ready(ctx), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not ready: %w\n--- last lines of %s:\n%s", comp.name, err, c.LogFile(comp.name), tail(c.LogFile(comp.name), 25))
+	}
+	return nil
+}
+
+func (c Config) containerdReady(ctx context.Context) bool {
+	_, err := run(ctx, "ctr", "--address", c.ContainerdSocket(), "version")
+	return err == nil
+}
+
+func (c Config) etcdHealthy(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(c.EtcdClientPort)+"/health", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func apiserverReady(cs kubernetes.Interface) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok"
+	}
+}
+
+func (c Config) clientset() (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", c.Kubeconfig(), err)
+	}
+	cfg.Timeout = 10 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+// waitReady waits for the node to be Ready and the default ServiceAccount to exist.
+func (c Config) waitReady(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, n := range []string{compKubelet, compProxy, compController, compScheduler, compProvisioner} {
+			if _, ok := c.running(n); !ok {
+				return false, fmt.Errorf("%s exited; see %s", n, c.LogFile(n))
+			}
+		}
+		node, err := cs.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+		if err != nil {
+			last = "node: " + err.Error()
+			return false, nil
+		}
+		if !nodeReady(node) {
+			last = "node not Ready"
+			return false, nil
+		}
+		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			last = "default ServiceAccount: " + err.Error()
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the node: %w (last: %s)", err, last)
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// tail returns the last n lines of a file.
+func tail(p string, n int) string {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return err.Error()
+	}
+	lines := splitLines(string(data))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	s := ""
+	for _, l := range lines {
+		s += l + "\n"
+	}
+	return s
+}
