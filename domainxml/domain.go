@@ -87,6 +87,8 @@ type Plan struct {
 	Files []File
 	// Ports to forward once qemu runs.
 	Ports []PortForward
+	// InterfaceNames are the spec names of Domain.Devices.Interfaces, in the same order.
+	InterfaceNames []string
 	// MemoryBytes is the guest memory the spec asked for (libvirt keeps it in KiB, qemu rounds it up
 	// to whole MiB: the launcher reports what qemu got).
 	MemoryBytes int64

@@ -44,6 +44,7 @@ func addInterfaces(plan *Plan, vmi *virtv1.VirtualMachineInstance) error {
 			return err
 		}
 		plan.Domain.Devices.Interfaces = append(plan.Domain.Devices.Interfaces, nic)
+		plan.InterfaceNames = append(plan.InterfaceNames, iface.Name)
 		for j, p := range iface.Ports {
 			proto := strings.ToLower(p.Protocol)
 			if proto == "" {

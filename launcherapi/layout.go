@@ -29,6 +29,14 @@ const (
 	DisksDir = "disks"
 	// KernelBootDir holds the kernel and initrd copied from a kernelBoot container, relative to PrivateDir.
 	KernelBootDir = "kernelboot"
+	// KernelBootKernel and KernelBootInitrd are the names the init container gives the kernelPath and
+	// initrdPath files in KernelBootDir (the launcher also accepts the files under their own base names).
+	KernelBootKernel = "kernel"
+	KernelBootInitrd = "initrd"
+	// ExitFile is written by the launcher just before it exits, relative to PrivateDir: its final Status
+	// as JSON. The guest-console-log container stops following the serial log when it appears, and the
+	// node agent can read how the guest ended after the launcher is gone.
+	ExitFile = "launcher-exit.json"
 
 	// BinVolume is the emptyDir the first init container copies the static container-disk helper into,
 	// so that images without any binaries (containerDisk images are often FROM scratch) can run it.
@@ -42,6 +50,11 @@ const (
 	// PVCMountRoot is where PersistentVolumeClaim volumes are mounted (PVCMountRoot/<volume name>/);
 	// the launcher keeps the guest's disk image there as disk.img (created sparse if absent).
 	PVCMountRoot = "/var/run/podvirt/pvc"
+
+	// SecretMountRoot is where the Secrets a VMI's cloudInitNoCloud volumes refer to (secretRef,
+	// networkDataSecretRef) are mounted read-only in the compute container: SecretMountRoot/<secret
+	// name>/<key>, one file per key (an ordinary secret volume).
+	SecretMountRoot = "/var/run/podvirt-secrets"
 )
 
 // HostPrivateDir is PrivateDir seen from the node: the kubelet keeps emptyDir volumes at

@@ -1,0 +1,100 @@
+// Command virt-launcher runs one guest inside a launcher Pod.
+//
+//	virt-launcher run --vmi-name NAME --namespace NS   (the compute container)
+//	virt-launcher console-log                         (the guest-console-log container)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/podvirt/podvirt/launcher"
+	"github.com/podvirt/podvirt/launcher/consolelog"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+const usage = `usage:
+  virt-launcher run --vmi-name NAME --namespace NS [flags]   run the guest (compute container)
+  virt-launcher console-log [--private-dir DIR]             stream the guest's serial log to stdout
+`
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	switch args[0] {
+	case "run":
+		return runCmd(ctx, args[1:], stderr)
+	case "console-log":
+		return consoleLogCmd(ctx, args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
+
+func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := launcher.Config{}
+	fs.StringVar(&cfg.VMIName, "vmi-name", "", "name of the VirtualMachineInstance this launcher runs (required)")
+	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the VirtualMachineInstance (required)")
+	fs.StringVar(&cfg.PrivateDir, "private-dir", launcherapi.PrivateDir, "the Pod's private directory (sockets, logs, disks)")
+	fs.StringVar(&cfg.PVCRoot, "pvc-root", launcherapi.PVCMountRoot, "where PVC volumes are mounted")
+	fs.StringVar(&cfg.SecretsDir, "secrets-dir", launcherapi.SecretMountRoot, "where cloud-init Secrets are mounted")
+	fs.StringVar(&cfg.LibvirtRoot, "libvirt-root", "/var/lib/virt-launcher", "writable directory for the embedded libvirt driver")
+	fs.StringVar(&cfg.QemuImg, "qemu-img", "qemu-img", "qemu-img binary")
+	fs.DurationVar(&cfg.DefaultGracePeriod, "default-grace-period", 30*time.Second, "grace period on SIGTERM when the VMI sets none")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case cfg.VMIName == "":
+		fmt.Fprintln(stderr, "--vmi-name: required")
+		return 2
+	case cfg.Namespace == "":
+		fmt.Fprintln(stderr, "--namespace: required")
+		return 2
+	case fs.NArg() != 0:
+		fmt.Fprintf(stderr, "unexpected arguments: %v\n", fs.Args())
+		return 2
+	}
+	cfg.Log = slog.New(slog.NewJSONHandler(stderr, nil)).With("vmi", cfg.Namespace+"/"+cfg.VMIName)
+	if err := launcher.PrepareLibvirtEnv(cfg.LibvirtRoot); err != nil {
+		cfg.Log.Error("Preparing the libvirt directory", "err", err)
+		return launcher.ExitError
+	}
+	code := launcher.Run(ctx, cfg)
+	cfg.Log.Info("Launcher exiting", "code", code)
+	return code
+}
+
+func consoleLogCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("console-log", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("private-dir", launcherapi.PrivateDir, "the Pod's private directory")
+	interval := fs.Duration("interval", 250*time.Millisecond, "how often to look for more output")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := consolelog.Follow(ctx, *dir, stdout, *interval); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "console-log:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,84 @@
+// Package consolelog is the guest-console-log container's job: follow the guest's serial log in the
+// launcher Pod's private directory and copy it to stdout, so `kubectl logs POD -c guest-console-log`
+// shows what the guest printed. Pure Go; it never links libvirt.
+package consolelog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// Follow copies privateDir/serial0.log to w as it grows, from its start, until the launcher has ended
+// or ctx ends, and then copies what is left. The launcher has ended when its exit file appears, or
+// when its command socket, once seen answering, stops answering (a launcher killed without a chance to
+// write the exit file). interval is how often it looks for more.
+func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.Duration) error {
+	logPath := filepath.Join(privateDir, launcherapi.SerialLog)
+	exitPath := filepath.Join(privateDir, launcherapi.ExitFile)
+	sockPath := filepath.Join(privateDir, launcherapi.CommandSocket)
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	sawLauncher := false
+	for n := 0; ; n++ {
+		ended := fileExists(exitPath)
+		if !ended && n%4 == 0 {
+			alive := answers(sockPath)
+			ended = sawLauncher && !alive
+			sawLauncher = sawLauncher || alive
+		}
+		if f == nil {
+			var err error
+			f, err = os.Open(logPath)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("open serial log: %w", err)
+			}
+		}
+		if f != nil {
+			if _, err := io.Copy(w, f); err != nil {
+				return fmt.Errorf("copy serial log: %w", err)
+			}
+		}
+		if ended {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if f != nil {
+				if _, err := io.Copy(w, f); err != nil {
+					return fmt.Errorf("copy serial log: %w", err)
+				}
+			}
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// answers reports whether something accepts connections on the unix socket path.
+func answers(path string) bool {
+	c, err := net.DialTimeout("unix", path, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}

@@ -1,0 +1,141 @@
+package consolelog_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podvirt/podvirt/launcher/consolelog"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFollowUntilExitFile: waits for the log to appear, follows it as it grows, drains and stops
+// once the launcher's exit file is there.
+func TestFollowUntilExitFile(t *testing.T) {
+	dir := t.TempDir()
+	var out syncBuffer
+	errc := make(chan error, 1)
+	go func() { errc <- consolelog.Follow(context.Background(), dir, &out, 5*time.Millisecond) }()
+	logPath := filepath.Join(dir, launcherapi.SerialLog)
+	appendTo(t, logPath, "SeaBIOS\r\n")
+	waitFor(t, "first line", func() bool { return out.String() == "SeaBIOS\r\n" })
+	appendTo(t, logPath, "Linux version 6.1\r\n")
+	waitFor(t, "second line", func() bool { return out.String() == "SeaBIOS\r\nLinux version 6.1\r\n" })
+	appendTo(t, logPath, "reboot: Power down\r\n")
+	if err := os.WriteFile(filepath.Join(dir, launcherapi.ExitFile), []byte(`{"state":"Shutoff"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow did not return after the exit file appeared")
+	}
+	if got := out.String(); got != "SeaBIOS\r\nLinux version 6.1\r\nreboot: Power down\r\n" {
+		t.Fatalf("output = %q", got)
+	}
+}
+
+// TestFollowStopsWhenLauncherDies: a launcher that answered on its socket and then stopped answering
+// (killed without writing the exit file) ends the follow too.
+func TestFollowStopsWhenLauncherDies(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, launcherapi.CommandSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	appendTo(t, filepath.Join(dir, launcherapi.SerialLog), "hello\n")
+	var out syncBuffer
+	errc := make(chan error, 1)
+	go func() { errc <- consolelog.Follow(context.Background(), dir, &out, 5*time.Millisecond) }()
+	waitFor(t, "output", func() bool { return out.String() == "hello\n" })
+	// Follow has dialed the socket at least once before the first copy; now the launcher dies.
+	ln.Close()
+	wg.Wait()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow did not return after the launcher's socket stopped answering")
+	}
+}
+
+// TestFollowStopsOnContext: the container's SIGTERM ends it.
+func TestFollowStopsOnContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- consolelog.Follow(ctx, t.TempDir(), &syncBuffer{}, 5*time.Millisecond) }()
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow ignored its context")
+	}
+}

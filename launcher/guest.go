@@ -1,0 +1,315 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// Reasons in Status.
+const (
+	ReasonStarted            = "Started"
+	ReasonStartedPaused      = "StartedPaused"
+	ReasonPaused             = "PausedByUser"
+	ReasonShutdownRequested  = "ShutdownRequested"
+	ReasonGuestShutdown      = "GuestShutdown"
+	ReasonGracePeriodExpired = "GracePeriodExpired"
+	ReasonKilled             = "Killed"
+	ReasonQemuCrashed        = "QemuCrashed"
+	ReasonGuestCrashed       = "GuestCrashed"
+	ReasonQemuKilled         = "QemuKilled"
+)
+
+// errConflict marks a request that does not fit the guest's current state (HTTP 409).
+var errConflict = errors.New("conflict")
+
+// errBadRequest marks a malformed request (HTTP 400).
+var errBadRequest = errors.New("bad request")
+
+type opKind int
+
+const (
+	opSync opKind = iota
+	opShutdown
+	opKill
+	opPause
+	opUnpause
+)
+
+// request is one command handed from an HTTP handler to the guest's loop.
+type request struct {
+	op    opKind
+	sync  launcherapi.SyncRequest
+	grace time.Duration
+	reply chan error
+}
+
+// guest owns the one domain of this launcher. All libvirt calls happen on its loop goroutine; HTTP
+// handlers send requests and read the published status.
+type guest struct {
+	cfg  *Config
+	hv   *hypervisor
+	reqs chan request
+	// done is closed when the loop has returned: requests after that fail at once.
+	done chan struct{}
+
+	mu     sync.Mutex
+	status launcherapi.Status
+
+	// Owned by the loop.
+	dom         *libvirt.Domain
+	vmi         *virtv1.VirtualMachineInstance
+	emulation   bool
+	ifaces      []launcherapi.Interface
+	memMessage  string
+	shutdownReq bool
+	killReq     bool
+	forced      bool
+	grace       *time.Timer
+	stopped     *lifecycle
+	misses      int
+}
+
+func newGuest(cfg *Config, hv *hypervisor) *guest {
+	return &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{})}
+}
+
+// Status is the last published status.
+func (g *guest) Status() launcherapi.Status {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.status
+}
+
+// do hands a request to the loop and waits for its outcome.
+func (g *guest) do(ctx context.Context, r request) error {
+	r.reply = make(chan error, 1)
+	select {
+	case g.reqs <- r:
+	case <-g.done:
+		return fmt.Errorf("%w: the guest has ended", errConflict)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// loop runs until the guest, once started, is gone, and returns its final status. ctx ending starts a
+// graceful shutdown (or returns at once when no guest was ever started).
+func (g *guest) loop(ctx context.Context) (launcherapi.Status, error) {
+	defer close(g.done)
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	done := ctx.Done()
+	for {
+		var graceC <-chan time.Time
+		if g.grace != nil {
+			graceC = g.grace.C
+		}
+		select {
+		case <-done:
+			done = nil
+			if g.dom == nil {
+				return launcherapi.Status{Message: "terminated before a guest was started"}, nil
+			}
+			g.cfg.Log.Info("Terminating: shutting the guest down", "gracePeriod", g.gracePeriod())
+			if err := g.shutdown(g.gracePeriod()); err != nil {
+				g.cfg.Log.Error("Shutdown on termination", "err", err)
+			}
+		case r := <-g.reqs:
+			r.reply <- g.handle(ctx, r)
+		case ev := <-g.hv.events:
+			if g.dom != nil && ev.event == libvirt.DOMAIN_EVENT_STOPPED {
+				g.stopped = &ev
+			}
+		case <-graceC:
+			g.grace = nil
+			g.cfg.Log.Info("Grace period expired: destroying the guest")
+			g.forced = true
+			if err := g.dom.Destroy(); err != nil {
+				g.cfg.Log.Error("Destroy after the grace period", "err", err)
+			}
+		case <-poll.C:
+		}
+		if g.dom == nil {
+			continue
+		}
+		if final, gone := g.refresh(); gone {
+			return final, nil
+		}
+	}
+}
+
+func (g *guest) handle(ctx context.Context, r request) error {
+	if r.op == opSync {
+		return g.sync(ctx, r.sync)
+	}
+	if g.dom == nil {
+		return fmt.Errorf("%w: no guest was started yet (sync first)", errConflict)
+	}
+	var err error
+	switch r.op {
+	case opShutdown:
+		err = g.shutdown(r.grace)
+	case opKill:
+		g.killReq = true
+		err = g.dom.Destroy()
+	case opPause:
+		err = g.dom.Suspend()
+	case opUnpause:
+		err = g.dom.Resume()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", errConflict, err)
+	}
+	g.refresh()
+	return nil
+}
+
+// gracePeriod is the VMI's terminationGracePeriodSeconds, else the configured default.
+func (g *guest) gracePeriod() time.Duration {
+	if g.vmi != nil && g.vmi.Spec.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*g.vmi.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return g.cfg.DefaultGracePeriod
+}
+
+// shutdown presses the ACPI power button and arms the grace timer (0: destroy at once). A second
+// request keeps the earlier deadline unless the new one is sooner.
+func (g *guest) shutdown(grace time.Duration) error {
+	g.shutdownReq = true
+	if grace <= 0 {
+		g.forced = true
+		return g.dom.Destroy()
+	}
+	if err := g.dom.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_ACPI_POWER_BTN); err != nil {
+		return fmt.Errorf("acpi shutdown: %w", err)
+	}
+	if g.grace == nil {
+		g.grace = time.NewTimer(grace)
+	}
+	return nil
+}
+
+// refresh publishes the domain's current state; gone reports the domain has ended, with its final status.
+func (g *guest) refresh() (final launcherapi.Status, gone bool) {
+	st := launcherapi.Status{Emulation: g.emulation, Interfaces: g.ifaces, QemuPID: g.qemuPID()}
+	state, reason, err := g.dom.GetState()
+	switch {
+	case err == nil && state != libvirt.DOMAIN_SHUTOFF && state != libvirt.DOMAIN_CRASHED:
+		g.misses = 0
+		st.State = stateOf(state)
+		st.Reason, st.Message = ReasonStarted, g.memMessage
+		if st.State == launcherapi.DomainPaused {
+			st.Reason = ReasonPaused
+			if reason == int(libvirt.DOMAIN_PAUSED_STARTING_UP) || reason == int(libvirt.DOMAIN_PAUSED_USER) && g.startPaused() {
+				st.Reason = ReasonStartedPaused
+			}
+		}
+		if g.shutdownReq && st.State == launcherapi.DomainRunning {
+			st.State, st.Reason = launcherapi.DomainShuttingDown, ReasonShutdownRequested
+		}
+		g.publish(st)
+		return st, false
+	case g.stopped == nil && g.misses < 2:
+		// The domain is gone but its STOPPED event has not been read yet: give it a poll or two.
+		g.misses++
+		return st, false
+	}
+	st.QemuPID = 0
+	st.State, st.Reason, st.Message = g.finalState()
+	g.publish(st)
+	g.cfg.Log.Info("Guest ended", "state", st.State, "reason", st.Reason, "message", st.Message)
+	return st, true
+}
+
+func (g *guest) startPaused() bool {
+	return g.vmi != nil && g.vmi.Spec.StartStrategy != nil && *g.vmi.Spec.StartStrategy == virtv1.StartStrategyPaused
+}
+
+// finalState says how the guest ended, from what was requested and libvirt's STOPPED detail.
+func (g *guest) finalState() (launcherapi.DomainState, string, string) {
+	detail := -1
+	if g.stopped != nil {
+		detail = g.stopped.detail
+	}
+	switch {
+	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN):
+		return launcherapi.DomainShutoff, ReasonGuestShutdown, "the guest powered off"
+	case g.killReq:
+		return launcherapi.DomainCrashed, ReasonKilled, "the guest was killed on request"
+	case g.forced:
+		return launcherapi.DomainShutoff, ReasonGracePeriodExpired,
+			"the guest did not power off within the grace period and was stopped"
+	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_CRASHED):
+		return launcherapi.DomainCrashed, ReasonGuestCrashed, "the guest crashed"
+	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_FAILED):
+		return launcherapi.DomainCrashed, ReasonQemuCrashed, "qemu exited unexpectedly"
+	default:
+		return launcherapi.DomainCrashed, ReasonQemuKilled, "the guest stopped without a request"
+	}
+}
+
+func (g *guest) publish(st launcherapi.Status) {
+	g.mu.Lock()
+	g.status = st
+	g.mu.Unlock()
+}
+
+// qemuPID reads the pid file the embedded driver keeps for the domain.
+func (g *guest) qemuPID() int {
+	if g.vmi == nil {
+		return 0
+	}
+	data, err := os.ReadFile(filepath.Join(g.cfg.LibvirtRoot, "run", "qemu", domainxml.DomainName(g.vmi)+".pid"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid
+}
+
+// liveDomain is the domain's XML as libvirt runs it.
+func (g *guest) liveDomain() (*libvirtxml.Domain, error) {
+	x, err := g.dom.GetXMLDesc(0)
+	if err != nil {
+		return nil, fmt.Errorf("get domain xml: %w", err)
+	}
+	var d libvirtxml.Domain
+	if err := d.Unmarshal(x); err != nil {
+		return nil, fmt.Errorf("parse domain xml: %w", err)
+	}
+	return &d, nil
+}
+
+// parseVMI decodes a SyncRequest's VMI and checks it is the one this launcher runs.
+func (g *guest) parseVMI(req launcherapi.SyncRequest) (*virtv1.VirtualMachineInstance, error) {
+	var vmi virtv1.VirtualMachineInstance
+	if err := json.Unmarshal(req.VMI, &vmi); err != nil {
+		return nil, fmt.Errorf("%w: vmi: %w", errBadRequest, err)
+	}
+	if vmi.Name != g.cfg.VMIName || vmi.Namespace != g.cfg.Namespace {
+		return nil, fmt.Errorf("%w: vmi: this launcher runs %s/%s, not %s/%s", errBadRequest,
+			g.cfg.Namespace, g.cfg.VMIName, vmi.Namespace, vmi.Name)
+	}
+	return &vmi, nil
+}

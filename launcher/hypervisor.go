@@ -1,0 +1,145 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"libvirt.org/go/libvirt"
+)
+
+// qemuConfUnprivileged is the embedded driver's qemu.conf when the launcher runs as a non-root user:
+// qemu runs as the same user, so there is nothing to relabel or chown. "file" makes qemu write the
+// serial log and its own log itself instead of going through virtlogd (no extra daemon in the Pod).
+const qemuConfUnprivileged = `stdio_handler = "file"
+`
+
+// qemuConfPrivileged is qemu.conf for a launcher running as root inside the container (no
+// privileges, no extra capabilities): keep qemu as root, do not chown files, no security driver, no
+// cgroups (the Pod's cgroup already limits it), no private mount namespace (needs CAP_SYS_ADMIN).
+const qemuConfPrivileged = `stdio_handler = "file"
+user = "root"
+group = "root"
+dynamic_ownership = 0
+remember_owner = 0
+security_driver = "none"
+cgroup_controllers = [ ]
+namespaces = [ ]
+`
+
+// lifecycle is one libvirt domain lifecycle event.
+type lifecycle struct {
+	event  libvirt.DomainEventType
+	detail int
+}
+
+// hypervisor is the in-process (embedded) libvirt QEMU driver: no libvirtd, no RPC, the driver's
+// state under root. Domains it starts die with the launcher (they are destroyed when the launcher closes it).
+type hypervisor struct {
+	conn   *libvirt.Connect
+	events chan lifecycle
+	cbID   int
+	timer  int
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// EmbedURI is the connection URI of the embedded QEMU driver rooted at root.
+func EmbedURI(root string) string { return "qemu:///embed?root=" + root }
+
+// PrepareLibvirtEnv points the variables the unprivileged driver reads (HOME, XDG_*) at root, so
+// nothing is written outside it (a non-root container user often has no writable home). Call it
+// from main before anything else touches libvirt.
+func PrepareLibvirtEnv(root string) error {
+	for k, sub := range map[string]string{"HOME": "home", "XDG_CACHE_HOME": "home/.cache",
+		"XDG_CONFIG_HOME": "home/.config", "XDG_RUNTIME_DIR": "home/.run"} {
+		dir := filepath.Join(root, sub)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		if err := os.Setenv(k, dir); err != nil {
+			return fmt.Errorf("set %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// openHypervisor writes qemu.conf under root, starts libvirt's event loop and opens the embedded driver.
+func openHypervisor(root string) (*hypervisor, error) {
+	conf := qemuConfUnprivileged
+	if os.Geteuid() == 0 {
+		conf = qemuConfPrivileged
+	}
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o700); err != nil {
+		return nil, fmt.Errorf("create libvirt root: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "qemu.conf"), []byte(conf), 0o600); err != nil {
+		return nil, fmt.Errorf("write qemu.conf: %w", err)
+	}
+	if err := libvirt.EventRegisterDefaultImpl(); err != nil {
+		return nil, fmt.Errorf("register libvirt event loop: %w", err)
+	}
+	h := &hypervisor{events: make(chan lifecycle, 64), stop: make(chan struct{})}
+	// A periodic no-op timer wakes the event loop so its goroutine notices stop.
+	timer, err := libvirt.EventAddTimeout(200, func(int) {})
+	if err != nil {
+		return nil, fmt.Errorf("add libvirt event timer: %w", err)
+	}
+	h.timer = timer
+	h.wg.Add(1)
+	go h.runEvents()
+	conn, err := libvirt.NewConnect(EmbedURI(root))
+	if err != nil {
+		h.stopEvents()
+		return nil, fmt.Errorf("open %s: %w", EmbedURI(root), err)
+	}
+	h.conn = conn
+	h.cbID, err = conn.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, _ *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
+		select {
+		case h.events <- lifecycle{event: ev.Event, detail: ev.Detail}:
+		default: // the run loop also polls the domain state, so a dropped event is not lost for good
+		}
+	})
+	if err != nil {
+		h.close()
+		return nil, fmt.Errorf("register lifecycle events: %w", err)
+	}
+	return h, nil
+}
+
+func (h *hypervisor) runEvents() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.stop:
+			return
+		default:
+		}
+		if err := libvirt.EventRunDefaultImpl(); err != nil {
+			return
+		}
+	}
+}
+
+func (h *hypervisor) stopEvents() {
+	close(h.stop)
+	h.wg.Wait()
+	_ = libvirt.EventRemoveTimeout(h.timer)
+}
+
+// close destroys any guest still running (the embedded driver has no AUTODESTROY; in a Pod qemu would
+// die with the container anyway), deregisters events, closes the connection and joins the event loop.
+func (h *hypervisor) close() {
+	if h.conn != nil {
+		if doms, err := h.conn.ListAllDomains(libvirt.CONNECT_LIST_DOMAINS_ACTIVE); err == nil {
+			for i := range doms {
+				_ = doms[i].Destroy()
+				_ = doms[i].Free()
+			}
+		}
+		_ = h.conn.DomainEventDeregister(h.cbID)
+		_, _ = h.conn.Close()
+	}
+	h.stopEvents()
+}

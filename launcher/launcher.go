@@ -1,0 +1,138 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"libvirt.org/go/libvirt"
+
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// Exit codes of `virt-launcher run`.
+const (
+	// ExitShutoff: the guest powered off (or a requested shutdown completed): VMI Succeeded.
+	ExitShutoff = 0
+	// ExitError: the launcher itself failed (bad flags, libvirt would not start, …).
+	ExitError = 1
+	// ExitCrashed: qemu died or the guest crashed: VMI Failed.
+	ExitCrashed = 2
+	// ExitKilled: the guest was killed on request (/v1/kill): VMI Failed.
+	ExitKilled = 3
+)
+
+// Config is how `virt-launcher run` is set up.
+type Config struct {
+	// VMIName and Namespace identify the one VMI this launcher runs; a sync for another is refused.
+	VMIName, Namespace string
+	// PrivateDir is launcherapi.PrivateDir in a Pod.
+	PrivateDir string
+	// PVCRoot is launcherapi.PVCMountRoot in a Pod.
+	PVCRoot string
+	// SecretsDir is launcherapi.SecretMountRoot in a Pod.
+	SecretsDir string
+	// LibvirtRoot is the embedded driver's private directory (writable, container-local).
+	LibvirtRoot string
+	// QemuImg is the qemu-img binary.
+	QemuImg string
+	// DefaultGracePeriod is used on SIGTERM when the VMI does not set terminationGracePeriodSeconds.
+	DefaultGracePeriod time.Duration
+	// Log receives the launcher's own log.
+	Log *slog.Logger
+}
+
+// Run serves the command protocol until the guest, once started, is gone; ctx ending (SIGTERM) shuts
+// the guest down gracefully first. It returns the process exit code (see the Exit constants).
+func Run(ctx context.Context, cfg Config) int {
+	st, err := run(ctx, &cfg)
+	if err != nil {
+		cfg.Log.Error("Launcher failed", "err", err)
+		st = launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "LauncherError", Message: err.Error()}
+		writeExitFile(&cfg, st)
+		return ExitError
+	}
+	writeExitFile(&cfg, st)
+	switch {
+	case st.State == launcherapi.DomainShutoff || st.State == launcherapi.DomainNone:
+		return ExitShutoff
+	case st.Reason == ReasonKilled:
+		return ExitKilled
+	default:
+		return ExitCrashed
+	}
+}
+
+func run(ctx context.Context, cfg *Config) (launcherapi.Status, error) {
+	if err := os.MkdirAll(cfg.PrivateDir, 0o755); err != nil {
+		return launcherapi.Status{}, fmt.Errorf("create private dir: %w", err)
+	}
+	_ = os.Remove(filepath.Join(cfg.PrivateDir, launcherapi.ExitFile))
+	start := time.Now()
+	hv, err := openHypervisor(cfg.LibvirtRoot)
+	if err != nil {
+		return launcherapi.Status{}, err
+	}
+	defer hv.close()
+	cfg.Log.Info("Embedded libvirt ready", "uri", EmbedURI(cfg.LibvirtRoot), "took", time.Since(start).Round(time.Millisecond).String())
+
+	sockPath := filepath.Join(cfg.PrivateDir, launcherapi.CommandSocket)
+	_ = os.Remove(sockPath) // a socket left by an earlier launcher in the same Pod
+	ln, err := net.Listen("unix", sockPath)
+	if err != nil {
+		return launcherapi.Status{}, fmt.Errorf("listen on %s: %w", sockPath, err)
+	}
+	g := newGuest(cfg, hv)
+	srv := &http.Server{Handler: newHandler(g), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	cfg.Log.Info("Serving the command protocol", "socket", sockPath, "version", launcherapi.Version)
+
+	st, loopErr := g.loop(ctx)
+
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) && loopErr == nil {
+		loopErr = fmt.Errorf("serve command protocol: %w", err)
+	}
+	return st, loopErr
+}
+
+// writeExitFile leaves the final status in the private dir for the console-log container and the node agent.
+func writeExitFile(cfg *Config, st launcherapi.Status) {
+	data, err := json.Marshal(st)
+	if err == nil {
+		path := filepath.Join(cfg.PrivateDir, launcherapi.ExitFile)
+		tmp := path + ".tmp"
+		if err = os.WriteFile(tmp, data, 0o644); err == nil {
+			err = os.Rename(tmp, path)
+		}
+	}
+	if err != nil {
+		cfg.Log.Error("Writing the exit file", "err", err)
+	}
+}
+
+// stateOf maps a libvirt state to the protocol's.
+func stateOf(s libvirt.DomainState) launcherapi.DomainState {
+	switch s {
+	case libvirt.DOMAIN_RUNNING, libvirt.DOMAIN_BLOCKED:
+		return launcherapi.DomainRunning
+	case libvirt.DOMAIN_PAUSED, libvirt.DOMAIN_PMSUSPENDED:
+		return launcherapi.DomainPaused
+	case libvirt.DOMAIN_SHUTDOWN:
+		return launcherapi.DomainShuttingDown
+	case libvirt.DOMAIN_CRASHED:
+		return launcherapi.DomainCrashed
+	default:
+		return launcherapi.DomainShutoff
+	}
+}

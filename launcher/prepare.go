@@ -1,0 +1,210 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/cloudinit"
+	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// qcow2Magic starts every qcow2 image ("QFI\xfb").
+var qcow2Magic = []byte{'Q', 'F', 'I', 0xfb}
+
+// resolveInputs finds what the init containers copied into the private dir: one image per
+// containerDisk volume (the single file in disks/<volume>/) and the kernelBoot kernel and initrd.
+func resolveInputs(vmi *virtv1.VirtualMachineInstance, cfg *Config, emulation bool) (domainxml.Inputs, error) {
+	in := domainxml.Inputs{
+		Emulation:      emulation,
+		PrivateDir:     cfg.PrivateDir,
+		PVCRoot:        cfg.PVCRoot,
+		ContainerDisks: map[string]domainxml.Image{},
+	}
+	for _, vol := range vmi.Spec.Volumes {
+		if vol.ContainerDisk == nil {
+			continue
+		}
+		dir := filepath.Join(cfg.PrivateDir, launcherapi.DisksDir, vol.Name)
+		img, err := findImage(dir)
+		if err != nil {
+			return in, fmt.Errorf("spec.volumes[name=%s].containerDisk: %w", vol.Name, err)
+		}
+		if img.Path != "" {
+			in.ContainerDisks[vol.Name] = img
+		}
+	}
+	fw := vmi.Spec.Domain.Firmware
+	if fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
+		c := fw.KernelBoot.Container
+		dir := filepath.Join(cfg.PrivateDir, launcherapi.KernelBootDir)
+		in.Kernel = findFile(dir, launcherapi.KernelBootKernel, c.KernelPath)
+		in.Initrd = findFile(dir, launcherapi.KernelBootInitrd, c.InitrdPath)
+	}
+	return in, nil
+}
+
+// findImage is the one regular file in dir and its format; an empty Image when dir does not exist.
+func findImage(dir string) (domainxml.Image, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return domainxml.Image{}, nil
+	}
+	if err != nil {
+		return domainxml.Image{}, fmt.Errorf("read %s: %w", dir, err)
+	}
+	var files []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(files) != 1 {
+		return domainxml.Image{}, fmt.Errorf("want exactly one image file in %s, found %d", dir, len(files))
+	}
+	format, err := imageFormat(files[0])
+	if err != nil {
+		return domainxml.Image{}, err
+	}
+	return domainxml.Image{Path: files[0], Format: format}, nil
+}
+
+// imageFormat is "qcow2" for a qcow2 image and "raw" for anything else.
+func imageFormat(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open image: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, len(qcow2Magic))
+	if _, err := io.ReadFull(f, head); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read image %s: %w", path, err)
+	}
+	if bytes.Equal(head, qcow2Magic) {
+		return "qcow2", nil
+	}
+	return "raw", nil
+}
+
+// findFile is dir/name, else dir/<base of specPath>, else "" (also when specPath is empty).
+func findFile(dir, name, specPath string) string {
+	if specPath == "" {
+		return ""
+	}
+	for _, p := range []string{filepath.Join(dir, name), filepath.Join(dir, filepath.Base(specPath))} {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// prepareFiles creates the files the domain needs: overlays, sparse disks, PVC images, seeds.
+func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan *domainxml.Plan, cfg *Config) error {
+	for _, f := range plan.Files {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+			return fmt.Errorf("create directory for %s: %w", f.Path, err)
+		}
+		var err error
+		switch f.Kind {
+		case domainxml.FileOverlay:
+			err = createOverlay(ctx, f, cfg.QemuImg)
+		case domainxml.FileSparse:
+			err = createSparse(f.Path, f.Size, true)
+		case domainxml.FilePVCImage:
+			err = ensurePVCImage(f.Path)
+		case domainxml.FileNoCloud:
+			err = createSeed(vmi, f, cfg.SecretsDir)
+		default:
+			err = fmt.Errorf("unknown file kind %q", f.Kind)
+		}
+		if err != nil {
+			return fmt.Errorf("volume %s: %w", f.Volume, err)
+		}
+	}
+	return nil
+}
+
+// createOverlay makes a fresh qcow2 overlay on top of the read-only image the init container copied.
+func createOverlay(ctx context.Context, f domainxml.File, qemuImg string) error {
+	if err := os.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove old overlay: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, qemuImg, "create", "-q", "-f", "qcow2",
+		"-b", f.Backing, "-F", f.BackingFormat, f.Path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("qemu-img create overlay on %s: %w: %s", f.Backing, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// createSparse creates a sparse file of size bytes (replacing an old one when fresh is set).
+func createSparse(path string, size int64, fresh bool) error {
+	flags := os.O_CREATE | os.O_WRONLY
+	if fresh {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return fmt.Errorf("size %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// ensurePVCImage keeps an existing disk.img and otherwise creates it sparse with the size of the
+// filesystem it lives on (what the PVC offers), rounded down to whole MiB.
+func ensurePVCImage(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		return fmt.Errorf("statfs %s: %w", filepath.Dir(path), err)
+	}
+	size := int64(st.Bavail) * st.Bsize &^ (1<<20 - 1)
+	if size <= 0 {
+		return fmt.Errorf("no space on the volume for %s", path)
+	}
+	return createSparse(path, size, false)
+}
+
+// createSeed builds the NoCloud ISO; secrets come from secretsDir/<name>/<key>.
+func createSeed(vmi *virtv1.VirtualMachineInstance, f domainxml.File, secretsDir string) error {
+	lookup := func(name string) (map[string][]byte, error) {
+		dir := filepath.Join(secretsDir, name)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("read secret %s: %w", name, err)
+		}
+		data := map[string][]byte{}
+		for _, e := range entries {
+			if e.IsDir() || e.Name()[0] == '.' { // secret volumes keep ..data symlinks and dirs
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("read secret %s key %s: %w", name, e.Name(), err)
+			}
+			data[e.Name()] = b
+		}
+		return data, nil
+	}
+	seed, err := cloudinit.SeedFor(vmi, f.Volume, lookup)
+	if err != nil {
+		return err
+	}
+	return cloudinit.WriteISO(f.Path, seed)
+}

@@ -1,0 +1,179 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// sync defines and starts the domain on the first request; later requests for the same VMI only
+// report the status.
+func (g *guest) sync(ctx context.Context, req launcherapi.SyncRequest) error {
+	vmi, err := g.parseVMI(req)
+	if err != nil {
+		return err
+	}
+	if g.dom != nil {
+		if vmi.UID != g.vmi.UID {
+			return fmt.Errorf("%w: vmi: a guest for uid %s already runs here, not %s", errConflict, g.vmi.UID, vmi.UID)
+		}
+		return nil
+	}
+	if g.shutdownReq {
+		return fmt.Errorf("%w: the launcher is terminating", errConflict)
+	}
+	t0 := time.Now()
+	in, err := resolveInputs(vmi, g.cfg, req.Emulation)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	plan, err := domainxml.Build(vmi, in)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	if err := prepareFiles(ctx, vmi, plan, g.cfg); err != nil {
+		return err
+	}
+	for _, s := range []string{launcherapi.SerialSocket, launcherapi.VNCSocket} {
+		if err := os.Remove(filepath.Join(g.cfg.PrivateDir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove stale %s: %w", s, err)
+		}
+	}
+	x, err := plan.Domain.Marshal()
+	if err != nil {
+		return fmt.Errorf("marshal domain: %w", err)
+	}
+	t1 := time.Now()
+	dom, err := g.hv.conn.DomainCreateXML(x, libvirt.DOMAIN_START_PAUSED)
+	if err != nil {
+		return fmt.Errorf("start domain: %w", err)
+	}
+	if err := g.afterCreate(dom, vmi, plan); err != nil {
+		_ = dom.Destroy()
+		_ = dom.Free()
+		return err
+	}
+	g.dom, g.vmi, g.emulation = dom, vmi, req.Emulation
+	g.cfg.Log.Info("Guest started", "domain", plan.Domain.Name, "emulation", req.Emulation,
+		"prepare", t1.Sub(t0).Round(time.Millisecond).String(), "start", time.Since(t1).Round(time.Millisecond).String(), "memory", g.memMessage)
+	g.refresh()
+	return nil
+}
+
+// afterCreate forwards the declared ports, records what qemu got, and lets the guest run (unless it
+// is to start paused).
+func (g *guest) afterCreate(dom *libvirt.Domain, vmi *virtv1.VirtualMachineInstance, plan *domainxml.Plan) error {
+	g.dom = dom
+	defer func() { g.dom = nil }()
+	live, err := g.liveDomain()
+	if err != nil {
+		return err
+	}
+	if err := forwardPorts(dom, live, plan); err != nil {
+		return err
+	}
+	g.ifaces = interfaces(plan, live)
+	g.memMessage = memoryMessage(plan.MemoryBytes, live)
+	if vmi.Spec.StartStrategy != nil && *vmi.Spec.StartStrategy == virtv1.StartStrategyPaused {
+		return nil
+	}
+	if err := dom.Resume(); err != nil {
+		return fmt.Errorf("resume after start: %w", err)
+	}
+	return nil
+}
+
+// forwardPorts adds one slirp host forward per declared port: Pod address:port → guest:port. libvirt
+// has no XML for it with the slirp backend (its <portForward> is passt-only and libvirt 9.0 has no
+// passt), so it goes through qemu's monitor while the guest is still paused.
+func forwardPorts(dom *libvirt.Domain, live *libvirtxml.Domain, plan *domainxml.Plan) error {
+	if len(plan.Ports) == 0 {
+		return nil
+	}
+	netdev := map[string]string{}
+	for i, nic := range live.Devices.Interfaces {
+		if nic.Alias == nil || i >= len(plan.InterfaceNames) {
+			return errors.New("forward ports: libvirt gave the interfaces no alias")
+		}
+		netdev[plan.InterfaceNames[i]] = "host" + nic.Alias.Name
+	}
+	for _, p := range plan.Ports {
+		cmd := fmt.Sprintf("hostfwd_add %s %s::%d-:%d", netdev[p.Interface], p.Protocol, p.Port, p.Port)
+		out, err := dom.QemuMonitorCommand(cmd, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_HMP)
+		if err != nil {
+			return fmt.Errorf("forward %s port %d: %w", p.Protocol, p.Port, err)
+		}
+		if out = strings.TrimSpace(out); out != "" { // HMP reports failures as text
+			return fmt.Errorf("forward %s port %d: %s", p.Protocol, p.Port, out)
+		}
+	}
+	return nil
+}
+
+// interfaces is what Status reports about the NICs: spec name, MAC libvirt uses, and the Pod's
+// addresses (user-mode networking is masquerade: the guest is reached at the Pod's IPs).
+func interfaces(plan *domainxml.Plan, live *libvirtxml.Domain) []launcherapi.Interface {
+	var out []launcherapi.Interface
+	ips := podIPs()
+	for i, nic := range live.Devices.Interfaces {
+		it := launcherapi.Interface{IPs: ips}
+		if i < len(plan.InterfaceNames) {
+			it.Name = plan.InterfaceNames[i]
+		}
+		if nic.MAC != nil {
+			it.MAC = nic.MAC.Address
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// podIPs are the global unicast addresses of the Pod's network namespace.
+func podIPs() []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
+			out = append(out, n.IP.String())
+		}
+	}
+	return out
+}
+
+// memoryMessage says what memory the spec asked for and what libvirt/qemu actually gave the guest.
+func memoryMessage(asked int64, live *libvirtxml.Domain) string {
+	if live.Memory == nil {
+		return ""
+	}
+	got := int64(live.Memory.Value) * unitBytes(live.Memory.Unit)
+	return fmt.Sprintf("guest memory: asked %d bytes, qemu got %d bytes (%.2f MiB)", asked, got, float64(got)/(1<<20))
+}
+
+func unitBytes(unit string) int64 {
+	switch unit {
+	case "b", "bytes":
+		return 1
+	case "", "KiB", "k":
+		return 1 << 10
+	case "MiB", "M":
+		return 1 << 20
+	case "GiB", "G":
+		return 1 << 30
+	}
+	return 1
+}
