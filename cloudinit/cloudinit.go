@@ -21,6 +21,9 @@ import (
 // VolumeLabel is the label cloud-init's NoCloud datasource looks for.
 const VolumeLabel = "cidata"
 
+// MinSize is the smallest seed image written (the rest is a sparse pad).
+const MinSize = 1 << 20
+
 // File names in the seed.
 const (
 	UserDataFile      = "user-data"
@@ -131,7 +134,7 @@ func WriteISO(path string, seed Seed) (err error) {
 	}
 	defer f.Close()
 	staging := filepath.Join(work, "staging")
-	if err := os.Mkdir(staging, 0o700); err != nil {
+	if err := os.Mkdir(staging, 0o755); err != nil { // Rock Ridge records the mode: keep it readable
 		return fmt.Errorf("create iso staging dir: %w", err)
 	}
 	fs, err := iso9660.Create(file.New(f, false), 0, 0, 2048, staging)
@@ -153,8 +156,17 @@ func WriteISO(path string, seed Seed) (err error) {
 			return fmt.Errorf("stage %s: %w", sf.name, err)
 		}
 	}
-	if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: VolumeLabel}); err != nil {
+	if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: VolumeLabel}); err != nil {
 		return fmt.Errorf("write iso: %w", err)
+	}
+	// Pad (sparsely) as genisoimage does: busybox's volume_id, which small guests' findfs uses to find
+	// the cidata label, cannot identify a device under 68 KiB, and our seeds are ~50 KiB.
+	if st, err := f.Stat(); err != nil {
+		return fmt.Errorf("stat iso: %w", err)
+	} else if st.Size() < MinSize {
+		if err := f.Truncate(MinSize); err != nil {
+			return fmt.Errorf("pad iso: %w", err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close iso: %w", err)

@@ -72,6 +72,9 @@ func TestSeedFromBase64IsDecoded(t *testing.T) {
 	if err := cloudinit.WriteISO(path, seed); err != nil {
 		t.Fatal(err)
 	}
+	if st, err := os.Stat(path); err != nil || st.Size() < cloudinit.MinSize {
+		t.Fatalf("seed is not padded to %d bytes: %v %v", cloudinit.MinSize, st.Size(), err)
+	}
 	label, files := readISO(t, path)
 	if label != "cidata" {
 		t.Errorf("label = %q, want cidata", label)
