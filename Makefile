@@ -30,7 +30,7 @@ unit: ## Unit tests (no cluster, no apiserver)
 
 .PHONY: integration
 integration: ## Integration tests against a real kube-apiserver + etcd (built and cached on first use)
-	KUBEBUILDER_ASSETS=$$(hack/kube-binaries.sh kube-apiserver etcd) go test -count=1 ./...
+	KUBEBUILDER_ASSETS=$$(hack/kube-binaries.sh kube-apiserver etcd kube-controller-manager) go test -count=1 ./...
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail if generated files are out of date

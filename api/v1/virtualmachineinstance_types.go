@@ -246,3 +246,15 @@ type VirtualMachineInstanceMigrationState struct {
 	AbortRequested bool         `json:"abortRequested,omitempty"`
 	MigrationUID   string       `json:"migrationUid,omitempty"`
 }
+
+// Finalizers and annotations Podvirt's controllers put on instances.
+const (
+	// VirtualMachineControllerFinalizer keeps an instance until its launcher Pod is gone, so the
+	// controllers see its final state.
+	VirtualMachineControllerFinalizer = "kubevirt.io/virtualMachineControllerFinalize"
+	// TemplateHashAnnotation records the hash of the VirtualMachine template an instance was created
+	// from; when the template changes while the instance runs, the VirtualMachine shows RestartRequired.
+	TemplateHashAnnotation = "podvirt.io/template-hash"
+	// VirtualMachineLabel names the VirtualMachine that created an instance.
+	VirtualMachineLabel = "kubevirt.io/vm"
+)

@@ -20,12 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/scheme"
 )
 
 // Env is a running control plane with the CRDs installed.
@@ -39,16 +39,7 @@ type Env struct {
 }
 
 // Scheme returns a scheme with the Kubernetes built-in types and Podvirt's API registered.
-func Scheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err) // only a programming error can make registration fail
-	}
-	if err := virtv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
+func Scheme() *k8sruntime.Scheme { return scheme.New() }
 
 // Run starts the control plane, runs the package's tests, stops the control plane and returns the
 // exit code. Call it from TestMain; *env is set before any test runs:
@@ -77,20 +68,24 @@ func Run(m *testing.M, env **Env) int {
 		fmt.Fprintf(os.Stderr, "testenv: start control plane: %v\n", err)
 		return 1
 	}
-	code := 1
 	defer func() {
 		if err := te.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "testenv: stop control plane: %v\n", err)
 		}
 	}()
+	stopGC, err := startGarbageCollector(te)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	defer stopGC()
 	c, err := client.New(cfg, client.Options{Scheme: te.Scheme})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: client: %v\n", err)
-		return code
+		return 1
 	}
 	*env = &Env{Config: cfg, Client: c, Scheme: te.Scheme}
-	code = m.Run()
-	return code
+	return m.Run()
 }
 
 // Require skips the test under -short; otherwise it returns the running environment.

@@ -1,0 +1,100 @@
+// Command virt-controller runs Podvirt's cluster-wide controllers (VirtualMachine,
+// VirtualMachineInstance, VMI ReplicaSet, node health) with leader election, Prometheus metrics on
+// --metrics-bind-address and health/readiness probes on --health-probe-bind-address.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/podvirt/podvirt/controllers"
+	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/internal/scheme"
+	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "virt-controller:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		o                        controllers.Options
+		metricsAddr, probeAddr   string
+		leaderElect              bool
+		fixed, perVCPU, emulated string
+		pullPolicy               string
+	)
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = heartbeat.Namespace
+	}
+	def := vmi.DefaultOverhead()
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so only one replica acts at a time")
+	flag.StringVar(&o.Namespace, "namespace", ns, "namespace of Podvirt's components (node agent heartbeats, leader lease)")
+	flag.StringVar(&o.Launcher.LauncherImage, "launcher-image", "docker.io/podvirt/virt-launcher:dev", "image of the launcher Pods")
+	flag.StringVar(&pullPolicy, "launcher-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the launcher image")
+	flag.BoolVar(&o.Launcher.UseEmulation, "use-emulation", false, "run guests under software emulation: do not request /dev/kvm")
+	flag.Int64Var(&o.Launcher.LauncherUID, "launcher-uid", 107, "non-root user the launcher Pods run as")
+	flag.StringVar(&fixed, "overhead-fixed", def.Fixed.String(), "launcher Pod memory beyond the guest's: fixed part")
+	flag.StringVar(&perVCPU, "overhead-per-vcpu", def.PerVCPU.String(), "launcher Pod memory beyond the guest's: per virtual CPU")
+	flag.StringVar(&emulated, "overhead-emulation", def.Emulation.String(), "launcher Pod memory beyond the guest's: extra under software emulation")
+	flag.DurationVar(&o.HeartbeatThreshold, "node-heartbeat-threshold", 2*heartbeat.LeaseDuration, "age after which a node agent's heartbeat counts as lost")
+	flag.IntVar(&o.ReplicaSetBurst, "replicaset-burst", 250, "most instances a replica set creates or deletes in one pass")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	o.Launcher.LauncherPullPolicy = corev1.PullPolicy(pullPolicy)
+	for flagName, q := range map[string]struct {
+		in  string
+		out *resource.Quantity
+	}{
+		"--overhead-fixed":     {fixed, &o.Launcher.Overhead.Fixed},
+		"--overhead-per-vcpu":  {perVCPU, &o.Launcher.Overhead.PerVCPU},
+		"--overhead-emulation": {emulated, &o.Launcher.Overhead.Emulation},
+	} {
+		v, err := resource.ParseQuantity(q.in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", flagName, err)
+		}
+		*q.out = v
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme.New(),
+		Cache:                   controllers.CacheOptions(o),
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "virt-controller.kubevirt.io",
+		LeaderElectionNamespace: o.Namespace,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := controllers.AddToManager(mgr, o); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

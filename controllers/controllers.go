@@ -1,0 +1,65 @@
+// Package controllers wires Podvirt's controllers (virt-controller's role) into one
+// controller-runtime manager: VirtualMachine, VirtualMachineInstance, VMI ReplicaSet and node
+// health. cmd/virt-controller and the integration tests both use it, so tests run exactly what
+// ships.
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/podvirt/podvirt/controllers/nodehealth"
+	"github.com/podvirt/podvirt/controllers/replicaset"
+	"github.com/podvirt/podvirt/controllers/vm"
+	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// Options configures the controllers.
+type Options struct {
+	// Launcher configures the launcher Pods.
+	Launcher vmi.Config
+	// Namespace is where Podvirt runs: the node agents' heartbeat leases live there.
+	Namespace string
+	// HeartbeatThreshold is how old a node agent's heartbeat may get before its instances fail.
+	HeartbeatThreshold time.Duration
+	// ReplicaSetBurst bounds instance creations and deletions per replica set pass.
+	ReplicaSetBurst int
+}
+
+// CacheOptions limits the manager's cache to what the controllers read: launcher Pods only (by
+// label) and leases in Podvirt's namespace only.
+func CacheOptions(o Options) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:           {Label: labels.SelectorFromSet(labels.Set{launcherapi.AppLabel: launcherapi.AppLabelValue})},
+		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+	}}
+}
+
+// AddToManager registers every controller with mgr.
+func AddToManager(mgr ctrl.Manager, o Options) error {
+	reader := mgr.GetAPIReader()
+	c := mgr.GetClient()
+	regs := []struct {
+		name  string
+		setup func(ctrl.Manager) error
+	}{
+		{"virtualmachine", (&vm.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vm.ControllerName)}).SetupWithManager},
+		{"virtualmachineinstance", (&vmi.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vmi.ControllerName), Config: o.Launcher}).SetupWithManager},
+		{"replicaset", (&replicaset.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(replicaset.ControllerName), Burst: o.ReplicaSetBurst}).SetupWithManager},
+		{"nodehealth", (&nodehealth.Reconciler{Client: c, Recorder: mgr.GetEventRecorder(nodehealth.ControllerName), Namespace: o.Namespace, Threshold: o.HeartbeatThreshold}).SetupWithManager},
+	}
+	for _, r := range regs {
+		if err := r.setup(mgr); err != nil {
+			return fmt.Errorf("set up %s controller: %w", r.name, err)
+		}
+	}
+	return nil
+}

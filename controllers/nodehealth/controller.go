@@ -1,0 +1,133 @@
+// Package nodehealth fails the instances on a node whose node agent stopped heart-beating: when the
+// agent's Lease (nodeagent/heartbeat) is older than a threshold, every instance on that node that is
+// not final goes Failed with reason NodeUnresponsive and its launcher Pod is deleted, so a
+// VirtualMachine with runStrategy Always comes back elsewhere.
+package nodehealth
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+)
+
+// ControllerName is the name Events and logs carry.
+const ControllerName = "node-health-controller"
+
+// NodeNameIndex indexes instances by status.nodeName.
+const NodeNameIndex = "status.nodeName"
+
+// Reconciler watches the node agents' heartbeat leases.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Namespace holds the leases.
+	Namespace string
+	// Threshold is how old a heartbeat may get before the node counts as unresponsive.
+	Threshold time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller for the heartbeat leases in Namespace.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
+		if n := o.(*virtv1.VirtualMachineInstance).Status.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index instances by node: %w", err)
+	}
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == r.Namespace && strings.HasPrefix(o.GetName(), heartbeat.LeasePrefix)
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodehealth").
+		For(&coordinationv1.Lease{}).
+		WithEventFilter(ours).
+		Complete(r)
+}
+
+// Reconcile checks one heartbeat and fails the node's instances when it is stale.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	lease := &coordinationv1.Lease{}
+	if err := r.Client.Get(ctx, req.NamespacedName, lease); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	if !heartbeat.Stale(lease, now, r.Threshold) {
+		// Look again just after the heartbeat would go stale.
+		return ctrl.Result{RequeueAfter: heartbeat.LastRenewed(lease).Add(r.Threshold).Sub(now) + time.Second}, nil
+	}
+	node := strings.TrimPrefix(lease.Name, heartbeat.LeasePrefix)
+	var vmis virtv1.VirtualMachineInstanceList
+	if err := r.Client.List(ctx, &vmis, client.MatchingFields{NodeNameIndex: node}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list instances on node %s: %w", node, err)
+	}
+	for i := range vmis.Items {
+		if err := r.failInstance(ctx, &vmis.Items[i], node, now); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.Threshold}, nil
+}
+
+// failInstance marks one instance Failed (NodeUnresponsive) and deletes its launcher Pod; the Pod
+// is removed at once when the node itself is not Ready (no kubelet will ever confirm its end).
+func (r *Reconciler) failInstance(ctx context.Context, vmi *virtv1.VirtualMachineInstance, node string, now time.Time) error {
+	if vmi.Status.Phase.IsFinal() {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(vmi.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	vmi.Status.Phase = virtv1.Failed
+	vmi.Status.Reason = "NodeUnresponsive"
+	vmi.Status.PhaseTransitionTimestamps = append(vmi.Status.PhaseTransitionTimestamps, virtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: virtv1.Failed, PhaseTransitionTimestamp: metav1.NewTime(now)})
+	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+		Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: "NodeUnresponsive",
+		Message: fmt.Sprintf("The node agent on %s stopped heart-beating more than %s ago", node, r.Threshold),
+	})
+	if err := r.Client.Status().Patch(ctx, vmi, patch); err != nil {
+		return fmt.Errorf("fail instance %s: %w", vmi.Name, err)
+	}
+	r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "NodeUnresponsive", "Fail", "The node agent on %s is unresponsive; the instance is considered failed", node)
+
+	if vmi.Status.LauncherPod == "" {
+		return nil
+	}
+	var opts []client.DeleteOption
+	n := &corev1.Node{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: node}, n); apierrors.IsNotFound(err) || (err == nil && !nodeReady(n)) {
+		opts = append(opts, client.GracePeriodSeconds(0))
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: vmi.Status.LauncherPod}}
+	if err := r.Client.Delete(ctx, pod, opts...); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete launcher pod of %s: %w", vmi.Name, err)
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,118 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/testenv"
+	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+)
+
+func newReplicaSet(ns, name string, replicas int32) *virtv1.VirtualMachineInstanceReplicaSet {
+	vm := newVM(ns, name, virtv1.RunStrategyManual)
+	return &virtv1.VirtualMachineInstanceReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: virtv1.VirtualMachineInstanceReplicaSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: vm.Spec.Template,
+		},
+	}
+}
+
+func ownedInstances(t *testing.T, ns string, rs *virtv1.VirtualMachineInstanceReplicaSet) []virtv1.VirtualMachineInstance {
+	t.Helper()
+	var list virtv1.VirtualMachineInstanceList
+	require.NoError(t, env.Client.List(context.Background(), &list, client.InNamespace(ns)))
+	var owned []virtv1.VirtualMachineInstance
+	for _, v := range list.Items {
+		if ref := metav1.GetControllerOf(&v); ref != nil && ref.UID == rs.UID && v.DeletionTimestamp == nil {
+			owned = append(owned, v)
+		}
+	}
+	return owned
+}
+
+func setReplicas(t *testing.T, rs *virtv1.VirtualMachineInstanceReplicaSet, n int32, paused bool) {
+	t.Helper()
+	cur, _ := get(t, &virtv1.VirtualMachineInstanceReplicaSet{}, rs.Namespace, rs.Name)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Replicas = ptr.To(n)
+	cur.Spec.Paused = paused
+	require.NoError(t, env.Client.Patch(context.Background(), cur, patch))
+}
+
+func TestReplicaSetScalesAndPauses(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	startControllers(t, ns)
+	rs := newReplicaSet(ns, "web", 0)
+	require.NoError(t, e.Client.Create(context.Background(), rs))
+
+	counts := func(want int32) func() bool {
+		return func() bool {
+			cur, _ := get(t, &virtv1.VirtualMachineInstanceReplicaSet{}, ns, "web")
+			return len(ownedInstances(t, ns, rs)) == int(want) && cur.Status.Replicas == want && cur.Status.LabelSelector == "app=web"
+		}
+	}
+	eventually(t, "0 replicas", counts(0))
+	setReplicas(t, rs, 5, false)
+	eventually(t, "5 replicas", counts(5))
+	setReplicas(t, rs, 2, false)
+	eventually(t, "2 replicas", counts(2))
+
+	setReplicas(t, rs, 4, true)
+	eventually(t, "Paused condition", func() bool {
+		cur, _ := get(t, &virtv1.VirtualMachineInstanceReplicaSet{}, ns, "web")
+		return condition(cur.Status.Conditions, virtv1.VirtualMachineInstanceReplicaSetPaused).Status == metav1.ConditionTrue
+	})
+	assert.Never(t, func() bool { return len(ownedInstances(t, ns, rs)) != 2 }, 2*time.Second, 100*time.Millisecond, "a paused replica set does not scale")
+	setReplicas(t, rs, 4, false)
+	eventually(t, "4 replicas after unpause", counts(4))
+
+	// An instance that stops matching is released; a matching orphan is adopted.
+	victim := ownedInstances(t, ns, rs)[0]
+	patch := client.MergeFrom(victim.DeepCopy())
+	victim.Labels["app"] = "elsewhere"
+	require.NoError(t, e.Client.Patch(context.Background(), &victim, patch))
+	eventually(t, "released and replaced", func() bool {
+		v := instance(t, ns, victim.Name)
+		return metav1.GetControllerOf(v) == nil && len(ownedInstances(t, ns, rs)) == 4
+	})
+}
+
+func TestStaleHeartbeatFailsInstancesOnTheNode(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	startControllers(t, ns) // leases are read in ns (the test's Podvirt namespace)
+	ctx := context.Background()
+	require.NoError(t, e.Client.Create(ctx, newVM(ns, "vm", virtv1.RunStrategyAlways)))
+	var first *virtv1.VirtualMachineInstance
+	eventually(t, "started", func() bool { first = instance(t, ns, "vm"); return first != nil })
+	runPod(t, first, "node-lost")
+	eventually(t, "scheduled", func() bool { return instance(t, ns, "vm").Status.Phase == virtv1.Scheduled })
+	setInstancePhase(t, ns, "vm", virtv1.Running)
+
+	renewed := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: heartbeat.LeaseName("node-lost")},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("virt-handler-x"), RenewTime: &renewed, LeaseDurationSeconds: ptr.To(int32(40))},
+	}
+	require.NoError(t, e.Client.Create(ctx, lease))
+	// The heartbeat is fresh: nothing happens; once it is older than the 3 s threshold, the instance fails.
+	assert.Equal(t, virtv1.Running, instance(t, ns, "vm").Status.Phase)
+	eventually(t, "NodeUnresponsive, then replaced", func() bool {
+		kubeletDeletes(t, ns)
+		v := instance(t, ns, "vm")
+		return v != nil && v.UID != first.UID
+	})
+}

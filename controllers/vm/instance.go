@@ -1,0 +1,70 @@
+package vm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// firmwareNamespace is the UUID namespace firmware UUIDs are derived in.
+var firmwareNamespace = uuid.MustParse("6a1a24a1-4061-4607-8bf4-a3963d0c5895")
+
+// firmwareUUID is the VM's stable firmware UUID: derived from its namespace and name, so it is the
+// same at every start and for a VM re-created with the same name (licence bindings survive).
+func firmwareUUID(vm *virtv1.VirtualMachine) types.UID {
+	return types.UID(uuid.NewSHA1(firmwareNamespace, []byte(vm.Namespace+"/"+vm.Name)).String())
+}
+
+// templateHash identifies the template an instance was created from.
+func templateHash(vm *virtv1.VirtualMachine) string {
+	raw, err := json.Marshal(vm.Spec.Template)
+	if err != nil {
+		return "" // cannot happen: the template is plain data
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}
+
+// newInstance renders the VirtualMachineInstance for the VM's template. It carries the VM's name,
+// the template's labels and annotations, the controller finalizer, the template hash and the
+// stable firmware UUID.
+func newInstance(vm *virtv1.VirtualMachine) (*virtv1.VirtualMachineInstance, error) {
+	if vm.Spec.Template == nil {
+		return nil, fmt.Errorf("spec.template is required to start the VirtualMachine")
+	}
+	tmpl := vm.Spec.Template.DeepCopy()
+	vmi := &virtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        vm.Name,
+			Namespace:   vm.Namespace,
+			Labels:      tmpl.ObjectMeta.Labels,
+			Annotations: tmpl.ObjectMeta.Annotations,
+			Finalizers:  []string{virtv1.VirtualMachineControllerFinalizer},
+		},
+		Spec: tmpl.Spec,
+	}
+	if vmi.Annotations == nil {
+		vmi.Annotations = map[string]string{}
+	}
+	vmi.Annotations[virtv1.TemplateHashAnnotation] = templateHash(vm)
+	if vmi.Labels == nil {
+		vmi.Labels = map[string]string{}
+	}
+	if _, ok := vmi.Labels[virtv1.VirtualMachineLabel]; !ok {
+		vmi.Labels[virtv1.VirtualMachineLabel] = vm.Name
+	}
+	if vmi.Spec.Domain.Firmware == nil {
+		vmi.Spec.Domain.Firmware = &virtv1.Firmware{}
+	}
+	if vmi.Spec.Domain.Firmware.UUID == "" {
+		vmi.Spec.Domain.Firmware.UUID = firmwareUUID(vm)
+	}
+	return vmi, nil
+}

@@ -1,0 +1,186 @@
+package vm
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// volumeState is what the controller found out about the PersistentVolumeClaims the template uses.
+type volumeState struct {
+	missing []string // claims that do not exist
+	unbound []string // claims that exist and are not bound yet
+}
+
+// instance conditions the VMI controller sets from the launcher Pod, read here to explain a VM
+// stuck in Starting.
+const (
+	vmiPodScheduled = "PodScheduled"
+	vmiSynchronized = virtv1.VirtualMachineInstanceSynchronized
+)
+
+// printableStatus computes the STATUS column. The checks run in KubeVirt's priority order; the first
+// match wins.
+func printableStatus(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance, vols volumeState, d decision) virtv1.VirtualMachinePrintableStatus {
+	live := vmi != nil && !vmi.Status.Phase.IsFinal()
+	switch {
+	case vm.DeletionTimestamp != nil:
+		return virtv1.VirtualMachineStatusTerminating
+	case live && (vmi.DeletionTimestamp != nil || d.action == actDelete):
+		return virtv1.VirtualMachineStatusStopping
+	case live && vmi.Status.MigrationState != nil && !vmi.Status.MigrationState.Completed && !vmi.Status.MigrationState.Failed:
+		return virtv1.VirtualMachineStatusMigrating
+	case live && conditionTrue(vmi.Status.Conditions, virtv1.VirtualMachineInstancePaused):
+		return virtv1.VirtualMachineStatusPaused
+	case live && vmi.Status.Phase == virtv1.Running:
+		return virtv1.VirtualMachineStatusRunning
+	case wantsInstance(d, vmi) && len(vols.missing) > 0:
+		return virtv1.VirtualMachineStatusPvcNotFound
+	case live && conditionReason(vmi.Status.Conditions, vmiPodScheduled) == "Unschedulable":
+		return virtv1.VirtualMachineStatusUnschedulable
+	case wantsInstance(d, vmi) && len(vols.unbound) > 0:
+		return virtv1.VirtualMachineStatusWaitingForVolumeBinding
+	case live && conditionReason(vmi.Status.Conditions, vmiSynchronized) == "ErrImagePull":
+		return virtv1.VirtualMachineStatusErrImagePull
+	case live && conditionReason(vmi.Status.Conditions, vmiSynchronized) == "ImagePullBackOff":
+		return virtv1.VirtualMachineStatusImagePullBackOff
+	case live && vmi.Status.Phase != virtv1.Unknown:
+		return virtv1.VirtualMachineStatusStarting
+	case d.action == actCreate:
+		return virtv1.VirtualMachineStatusStarting
+	case d.stoppedReason == "CrashLoopBackOff":
+		return virtv1.VirtualMachineStatusCrashLoopBackOff
+	case vmi == nil || vmi.Status.Phase.IsFinal():
+		return virtv1.VirtualMachineStatusStopped
+	}
+	return virtv1.VirtualMachineStatusUnknown
+}
+
+// wantsInstance reports whether an instance exists or is about to be created.
+func wantsInstance(d decision, vmi *virtv1.VirtualMachineInstance) bool {
+	return d.action == actCreate || (vmi != nil && !vmi.Status.Phase.IsFinal())
+}
+
+func conditionTrue(conds []metav1.Condition, t string) bool {
+	return meta.IsStatusConditionTrue(conds, t)
+}
+
+func conditionReason(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {
+		return c.Reason
+	}
+	return ""
+}
+
+// setReadyCondition mirrors the instance's Ready condition; when not ready, the reason says what
+// the VM waits for (unschedulable, image pull, volume binding…), so a VM stuck in Starting explains itself.
+func setReadyCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance, vols volumeState) {
+	c := metav1.Condition{Type: virtv1.VirtualMachineReady, Status: metav1.ConditionFalse, ObservedGeneration: vm.Generation}
+	switch {
+	case vmi == nil:
+		c.Reason, c.Message = "VMINotExists", "No VirtualMachineInstance exists"
+	case meta.IsStatusConditionTrue(vmi.Status.Conditions, virtv1.VirtualMachineInstanceReady):
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "VMIReady", "The VirtualMachineInstance is ready"
+	case len(vols.missing) > 0:
+		c.Reason, c.Message = "PVCNotFound", "PersistentVolumeClaim(s) not found: "+strings.Join(vols.missing, ", ")
+	case len(vols.unbound) > 0:
+		c.Reason, c.Message = "WaitingForVolumeBinding", "PersistentVolumeClaim(s) not bound yet: "+strings.Join(vols.unbound, ", ")
+	default:
+		c.Reason, c.Message = instanceBlocker(vmi)
+	}
+	meta.SetStatusCondition(&vm.Status.Conditions, c)
+}
+
+// instanceBlocker names what keeps an instance from being ready, most specific first.
+func instanceBlocker(vmi *virtv1.VirtualMachineInstance) (reason, message string) {
+	for _, t := range []string{vmiPodScheduled, vmiSynchronized, virtv1.VirtualMachineInstanceReady} {
+		if c := meta.FindStatusCondition(vmi.Status.Conditions, t); c != nil && c.Status == metav1.ConditionFalse && c.Reason != "" {
+			return c.Reason, c.Message
+		}
+	}
+	if vmi.DeletionTimestamp != nil {
+		return "VMIDeleting", "The VirtualMachineInstance is shutting down"
+	}
+	phase := vmi.Status.Phase
+	if phase == "" {
+		phase = virtv1.Pending
+	}
+	msg := fmt.Sprintf("The VirtualMachineInstance is %s", phase)
+	if vmi.Status.Reason != "" {
+		msg += ": " + vmi.Status.Reason
+	}
+	return "VMI" + string(phase), msg
+}
+
+// setPausedCondition mirrors the instance's Paused condition.
+func setPausedCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) {
+	if vmi != nil && meta.IsStatusConditionTrue(vmi.Status.Conditions, virtv1.VirtualMachineInstancePaused) {
+		meta.SetStatusCondition(&vm.Status.Conditions, metav1.Condition{
+			Type: virtv1.VirtualMachinePaused, Status: metav1.ConditionTrue, Reason: "Paused",
+			Message: "The guest is paused", ObservedGeneration: vm.Generation,
+		})
+		return
+	}
+	meta.RemoveStatusCondition(&vm.Status.Conditions, virtv1.VirtualMachinePaused)
+}
+
+// setRestartRequiredCondition says whether the running instance was made from an older template.
+func setRestartRequiredCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance, templateHash string) {
+	if vmi != nil && !vmi.Status.Phase.IsFinal() && vmi.Annotations[virtv1.TemplateHashAnnotation] != templateHash {
+		meta.SetStatusCondition(&vm.Status.Conditions, metav1.Condition{
+			Type: virtv1.VirtualMachineRestartRequired, Status: metav1.ConditionTrue, Reason: "TemplateChanged",
+			Message: "The template changed after the instance started; restart the VM to apply it", ObservedGeneration: vm.Generation,
+		})
+		return
+	}
+	meta.RemoveStatusCondition(&vm.Status.Conditions, virtv1.VirtualMachineRestartRequired)
+}
+
+// setFailureCondition reports an error acting on the instance, or clears it.
+func setFailureCondition(vm *virtv1.VirtualMachine, err error, reason string) {
+	if err == nil {
+		meta.RemoveStatusCondition(&vm.Status.Conditions, virtv1.VirtualMachineFailure)
+		return
+	}
+	meta.SetStatusCondition(&vm.Status.Conditions, metav1.Condition{
+		Type: virtv1.VirtualMachineFailure, Status: metav1.ConditionTrue, Reason: reason,
+		Message: err.Error(), ObservedGeneration: vm.Generation,
+	})
+}
+
+// stoppedReasons explains each reason of the Stopped condition.
+var stoppedMessages = map[string]string{
+	"Halted":           "The run strategy is Halted (or spec.running is false)",
+	"StopRequested":    "A stop was requested",
+	"Stopped":          "The VM was stopped or its guest shut down; RerunOnFailure restarts it only after a failure",
+	"GuestShutdown":    "The guest shut down",
+	"RanOnce":          "The run strategy is Once and the instance has run",
+	"Manual":           "The run strategy is Manual and no start was requested",
+	"CrashLoopBackOff": "The VM failed to start; the next start is delayed by the crash-loop backoff",
+}
+
+// setStoppedCondition says plainly whether the VM is stopped and why.
+func setStoppedCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance, d decision) {
+	c := metav1.Condition{Type: virtv1.VirtualMachineStopped, ObservedGeneration: vm.Generation}
+	running := vmi != nil && !vmi.Status.Phase.IsFinal()
+	switch {
+	case running || d.action == actCreate:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Started", "An instance exists or is being created"
+	case d.stoppedReason != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, d.stoppedReason, stoppedMessages[d.stoppedReason]
+		if d.stoppedReason == "CrashLoopBackOff" && vm.Status.StartFailure != nil && vm.Status.StartFailure.RetryAfterTimestamp != nil {
+			c.Message += fmt.Sprintf(" (failure %d, next start after %s)", vm.Status.StartFailure.ConsecutiveFailCount,
+				vm.Status.StartFailure.RetryAfterTimestamp.UTC().Format("15:04:05Z"))
+		}
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "NoInstance", "No instance exists"
+	}
+	if vmi != nil && vmi.Status.Phase == virtv1.Failed && c.Status == metav1.ConditionTrue && vmi.Status.Reason != "" {
+		c.Message += "; the last instance failed: " + vmi.Status.Reason
+	}
+	meta.SetStatusCondition(&vm.Status.Conditions, c)
+}

@@ -1,0 +1,190 @@
+package vmi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// ControllerName is the name Events and logs carry.
+const ControllerName = "virtualmachineinstance-controller"
+
+// Reconciler reconciles VirtualMachineInstances and their launcher Pods.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads without the cache: a Pod missing from the cache is confirmed gone with it
+	// before the instance is failed.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Config    Config
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller for instances and the Pods they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("virtualmachineinstance").
+		For(&virtv1.VirtualMachineInstance{}).
+		Owns(&corev1.Pod{}).
+		Complete(r)
+}
+
+// Reconcile creates, follows and deletes the launcher Pod and writes the instance's status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	vmi := &virtv1.VirtualMachineInstance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if vmi.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.reconcileDelete(ctx, vmi)
+	}
+	if !controllerutil.ContainsFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer) {
+		patch := client.MergeFrom(vmi.DeepCopy())
+		controllerutil.AddFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer)
+		if err := r.Client.Patch(ctx, vmi, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	orig := vmi.DeepCopy()
+	defer func() {
+		if err := r.writeStatus(ctx, orig, vmi); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+	return ctrl.Result{}, r.reconcileNormal(ctx, vmi)
+}
+
+func (r *Reconciler) now() metav1.Time {
+	if r.Now != nil {
+		return metav1.NewTime(r.Now())
+	}
+	return metav1.Now()
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
+	if vmi.Status.Phase.IsFinal() {
+		return nil
+	}
+	pod, err := r.launcherPod(ctx, vmi, vmi.Status.Phase != "" && vmi.Status.Phase != virtv1.Pending)
+	if err != nil {
+		return err
+	}
+	if pod == nil && (vmi.Status.Phase == "" || vmi.Status.Phase == virtv1.Pending) {
+		if pod, err = r.createPod(ctx, vmi); pod == nil {
+			return err
+		}
+	}
+	observePod(vmi, pod, r.now())
+	return nil
+}
+
+// launcherPod returns the instance's launcher Pod, or nil when it is absent. With confirm, a Pod
+// missing from the cache is looked up in the apiserver before it counts as gone.
+func (r *Reconciler) launcherPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance, confirm bool) (*corev1.Pod, error) {
+	key := client.ObjectKey{Namespace: vmi.Namespace, Name: PodName(vmi)}
+	pod := &corev1.Pod{}
+	err := r.Client.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) && confirm {
+		err = r.APIReader.Get(ctx, key, pod)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get launcher pod: %w", err)
+	case !metav1.IsControlledBy(pod, vmi):
+		return nil, fmt.Errorf("pod %s exists and is not controlled by this instance", pod.Name)
+	}
+	return pod, nil
+}
+
+// createPod renders and creates the launcher Pod. A spec that cannot run fails the instance with a
+// reason naming the field; an apiserver refusal is reported in the Synchronized condition and retried.
+func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+	pod, err := RenderPod(vmi, r.Config)
+	if err != nil {
+		setPhase(&vmi.Status, virtv1.Failed, "InvalidSpec", r.now())
+		setReady(&vmi.Status, "InvalidSpec", err.Error())
+		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "InvalidSpec", "Create", "Cannot run this instance: %v", err)
+		return nil, nil
+	}
+	err = r.Client.Create(ctx, pod)
+	if apierrors.IsAlreadyExists(err) {
+		// Created by an earlier pass whose result the cache has not seen yet.
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+		if err == nil && !metav1.IsControlledBy(pod, vmi) {
+			err = fmt.Errorf("pod %s exists and is not controlled by this instance", pod.Name)
+		}
+	} else if err == nil {
+		r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created virtual machine pod %s", pod.Name)
+	}
+	if err != nil {
+		setPhase(&vmi.Status, virtv1.Pending, "", r.now())
+		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+			Type: ConditionSynchronized, Status: metav1.ConditionFalse, Reason: "FailedCreate", Message: err.Error(),
+		})
+		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating pod: %v", err)
+		return nil, fmt.Errorf("create launcher pod: %w", err)
+	}
+	return pod, nil
+}
+
+// reconcileDelete deletes the launcher Pod (its grace period covers the guest's shutdown) and
+// releases the instance once the Pod is gone.
+func (r *Reconciler) reconcileDelete(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
+	if !controllerutil.ContainsFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer) {
+		return nil
+	}
+	pod, err := r.launcherPod(ctx, vmi, true)
+	if err != nil {
+		return err
+	}
+	if pod != nil {
+		if pod.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete launcher pod: %w", err)
+			}
+			r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted virtual machine pod %s", pod.Name)
+		}
+		return nil // the Pod's deletion brings us back
+	}
+	patch := client.MergeFrom(vmi.DeepCopy())
+	controllerutil.RemoveFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer)
+	if err := r.Client.Patch(ctx, vmi, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// writeStatus patches the status if it changed, with an optimistic lock: the node agent writes
+// the same object.
+func (r *Reconciler) writeStatus(ctx context.Context, orig, vmi *virtv1.VirtualMachineInstance) error {
+	if equality.Semantic.DeepEqual(orig.Status, vmi.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, vmi, patch); err != nil {
+		return fmt.Errorf("write instance status: %w", err)
+	}
+	if orig.Status.Phase != vmi.Status.Phase && vmi.Status.Phase.IsFinal() {
+		eventType := corev1.EventTypeNormal
+		if vmi.Status.Phase == virtv1.Failed {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(vmi, nil, eventType, string(vmi.Status.Phase), "Observe", "The instance is %s: %s", vmi.Status.Phase, vmi.Status.Reason)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package vmi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// Config is what the launcher Pod depends on besides the instance.
+type Config struct {
+	// LauncherImage runs the compute and guest-console-log containers.
+	LauncherImage string
+	// LauncherPullPolicy of LauncherImage.
+	LauncherPullPolicy corev1.PullPolicy
+	// UseEmulation runs guests under software emulation: no /dev/kvm is requested, and the memory
+	// overhead includes the emulator's translation cache.
+	UseEmulation bool
+	// Overhead is the memory the launcher Pod needs beyond the guest's memory (see overhead.go).
+	Overhead Overhead
+	// LauncherUID is the non-root user the launcher runs as.
+	LauncherUID int64
+}
+
+// DefaultGracePeriodSeconds is the guest's shutdown grace period when the instance gives none.
+const DefaultGracePeriodSeconds = 30
+
+// podGraceMargin is added to the guest's grace period for the Pod, so the launcher can power the
+// guest off (and kill it after its grace period) before the kubelet kills the launcher.
+const podGraceMargin = 15
+
+// PodName is the launcher Pod's name: deterministic, so a restarted controller never creates a
+// second Pod for the same instance (the apiserver refuses the duplicate name).
+func PodName(vmi *virtv1.VirtualMachineInstance) string {
+	sum := sha256.Sum256([]byte(vmi.UID))
+	suffix := hex.EncodeToString(sum[:])[:5]
+	name := vmi.Name
+	const prefix, max = "virt-launcher-", 63
+	if room := max - len(prefix) - 1 - len(suffix); len(name) > room {
+		name = name[:room]
+	}
+	return prefix + name + "-" + suffix
+}
+
+// GuestMemory is the memory the guest sees: spec.domain.memory.guest, else resources.requests.memory.
+func GuestMemory(vmi *virtv1.VirtualMachineInstance) (resource.Quantity, error) {
+	if m := vmi.Spec.Domain.Memory; m != nil && m.Guest != nil {
+		return *m.Guest, nil
+	}
+	if q, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
+		return q, nil
+	}
+	return resource.Quantity{}, fmt.Errorf("spec.domain.resources.requests.memory or spec.domain.memory.guest is required")
+}
+
+// RenderPod renders the launcher Pod of an instance. It is pure: the same instance and config
+// always give the same Pod.
+func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, error) {
+	guest, err := GuestMemory(vmi)
+	if err != nil {
+		return nil, err
+	}
+	resources, err := computeResources(vmi, guest, cfg)
+	if err != nil {
+		return nil, err
+	}
+	grace := int64(DefaultGracePeriodSeconds)
+	if vmi.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *vmi.Spec.TerminationGracePeriodSeconds
+	}
+	hostname := vmi.Spec.Hostname
+	if hostname == "" {
+		hostname = vmi.Name
+		if len(hostname) > 63 {
+			hostname = hostname[:63]
+		}
+	}
+
+	labels := map[string]string{}
+	for k, v := range vmi.Labels {
+		labels[k] = v
+	}
+	labels[launcherapi.AppLabel] = launcherapi.AppLabelValue
+	labels[launcherapi.DomainLabel] = vmi.Name
+	labels[launcherapi.CreatedByLabel] = string(vmi.UID)
+
+	private := corev1.VolumeMount{Name: launcherapi.PrivateVolume, MountPath: launcherapi.PrivateDir}
+	bin := corev1.VolumeMount{Name: launcherapi.BinVolume, MountPath: launcherapi.BinDir}
+	computeMounts := []corev1.VolumeMount{private}
+	volumes := []corev1.Volume{
+		{Name: launcherapi.PrivateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: launcherapi.BinVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	inits := []corev1.Container{{
+		Name:            "container-disk-binary",
+		Image:           cfg.LauncherImage,
+		ImagePullPolicy: cfg.LauncherPullPolicy,
+		Command:         []string{launcherapi.ContainerDiskBinary, "install", launcherapi.BinDir},
+		VolumeMounts:    []corev1.VolumeMount{bin},
+		Resources:       helperResources(),
+		SecurityContext: containerSecurity(),
+	}}
+	copyFrom := func(name, image string, policy corev1.PullPolicy, src, dst string) corev1.Container {
+		return corev1.Container{
+			Name:            name,
+			Image:           image,
+			ImagePullPolicy: policy,
+			Command:         []string{path.Join(launcherapi.BinDir, path.Base(launcherapi.ContainerDiskBinary)), "copy", src, dst},
+			VolumeMounts:    []corev1.VolumeMount{bin, private},
+			Resources:       helperResources(),
+			SecurityContext: containerSecurity(),
+		}
+	}
+	for i, v := range vmi.Spec.Volumes {
+		switch {
+		case v.ContainerDisk != nil:
+			src := v.ContainerDisk.Path
+			if src == "" {
+				src = "/disk"
+			}
+			dst := path.Join(launcherapi.PrivateDir, launcherapi.DisksDir, v.Name)
+			inits = append(inits, copyFrom(fmt.Sprintf("volume%d-containerdisk", i), v.ContainerDisk.Image, v.ContainerDisk.ImagePullPolicy, src, dst))
+		case v.PersistentVolumeClaim != nil:
+			volName := fmt.Sprintf("volume%d-pvc", i)
+			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName, ReadOnly: v.PersistentVolumeClaim.ReadOnly},
+			}})
+			computeMounts = append(computeMounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherapi.PVCMountRoot, v.Name), ReadOnly: v.PersistentVolumeClaim.ReadOnly})
+		}
+	}
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
+		c := fw.KernelBoot.Container
+		dst := path.Join(launcherapi.PrivateDir, launcherapi.KernelBootDir)
+		if c.KernelPath != "" {
+			inits = append(inits, copyFrom("kernel-boot-kernel", c.Image, c.ImagePullPolicy, c.KernelPath, path.Join(dst, "kernel")))
+		}
+		if c.InitrdPath != "" {
+			inits = append(inits, copyFrom("kernel-boot-initrd", c.Image, c.ImagePullPolicy, c.InitrdPath, path.Join(dst, "initrd")))
+		}
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      PodName(vmi),
+			Namespace: vmi.Namespace,
+			Labels:    labels,
+			Annotations: map[string]string{
+				"kubectl.kubernetes.io/default-container": launcherapi.ComputeContainer,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vmi, virtv1.SchemeGroupVersion.WithKind("VirtualMachineInstance"))},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To(grace + podGraceMargin),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			Hostname:                      hostname,
+			Subdomain:                     vmi.Spec.Subdomain,
+			NodeSelector:                  vmi.Spec.NodeSelector,
+			Affinity:                      vmi.Spec.Affinity,
+			Tolerations:                   vmi.Spec.Tolerations,
+			SchedulerName:                 vmi.Spec.SchedulerName,
+			PriorityClassName:             vmi.Spec.PriorityClassName,
+			DNSPolicy:                     vmi.Spec.DNSPolicy,
+			DNSConfig:                     vmi.Spec.DNSConfig,
+			SecurityContext:               podSecurity(cfg),
+			InitContainers:                inits,
+			Containers: []corev1.Container{
+				{
+					Name:            launcherapi.ComputeContainer,
+					Image:           cfg.LauncherImage,
+					ImagePullPolicy: cfg.LauncherPullPolicy,
+					Command:         []string{"virt-launcher", "run", "--vmi-name", vmi.Name, "--namespace", vmi.Namespace},
+					Env: []corev1.EnvVar{
+						{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+						{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+					},
+					Resources:       resources,
+					VolumeMounts:    computeMounts,
+					SecurityContext: containerSecurity(),
+				},
+				{
+					Name:            launcherapi.ConsoleLogContainer,
+					Image:           cfg.LauncherImage,
+					ImagePullPolicy: cfg.LauncherPullPolicy,
+					Command:         []string{"virt-launcher", "console-log"},
+					Resources:       helperResources(),
+					VolumeMounts:    []corev1.VolumeMount{private},
+					SecurityContext: containerSecurity(),
+				},
+			},
+			Volumes: volumes,
+		},
+	}
+	return pod, nil
+}
+
+// computeResources: the guest's memory plus the launcher's overhead; CPU as the instance asks
+// (100m when it does not); /dev/kvm from the node agent's device plugin unless emulating.
+func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantity, cfg Config) (corev1.ResourceRequirements, error) {
+	overhead := cfg.Overhead.For(vmi, cfg.UseEmulation)
+	mem := guest.DeepCopy()
+	if !vmi.Spec.Domain.Resources.OvercommitGuestOverhead {
+		mem.Add(overhead)
+	}
+	req := corev1.ResourceList{corev1.ResourceMemory: mem, corev1.ResourceCPU: resource.MustParse("100m")}
+	if cpu, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceCPU]; ok {
+		req[corev1.ResourceCPU] = cpu
+	}
+	lim := corev1.ResourceList{}
+	for name, q := range vmi.Spec.Domain.Resources.Limits {
+		q = q.DeepCopy()
+		if name == corev1.ResourceMemory {
+			if q.Cmp(guest) < 0 {
+				return corev1.ResourceRequirements{}, fmt.Errorf("spec.domain.resources.limits.memory (%s) is less than the guest memory (%s)", q.String(), guest.String())
+			}
+			q.Add(overhead)
+		}
+		lim[name] = q
+	}
+	if !cfg.UseEmulation {
+		req[corev1.ResourceName(launcherapi.KVMResource)] = resource.MustParse("1")
+		lim[corev1.ResourceName(launcherapi.KVMResource)] = resource.MustParse("1")
+	}
+	if len(lim) == 0 {
+		lim = nil
+	}
+	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
+}
+
+// helperResources bounds the small helper containers.
+func helperResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+}
+
+// podSecurity: the launcher runs as a non-root user; the sysctl lets it forward guest ports
+// below 1024 on the Pod's address without any capability.
+func podSecurity(cfg Config) *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(cfg.LauncherUID),
+		RunAsGroup:     ptr.To(cfg.LauncherUID),
+		FSGroup:        ptr.To(cfg.LauncherUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		Sysctls:        []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}},
+	}
+}
+
+// containerSecurity: unprivileged, no capabilities, no privilege escalation.
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}

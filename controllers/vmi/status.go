@@ -1,0 +1,130 @@
+package vmi
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// Instance condition types this controller owns, derived from the launcher Pod.
+const (
+	// ConditionPodScheduled mirrors the launcher Pod's PodScheduled condition (reason Unschedulable
+	// with the scheduler's message when it cannot be placed).
+	ConditionPodScheduled = "PodScheduled"
+	// ConditionSynchronized is False while the launcher Pod cannot start (image pull errors, bad
+	// config, Pod creation refused), with the reason and message.
+	ConditionSynchronized = virtv1.VirtualMachineInstanceSynchronized
+)
+
+// setPhase moves the instance to phase, recording the transition time.
+func setPhase(st *virtv1.VirtualMachineInstanceStatus, phase virtv1.VirtualMachineInstancePhase, reason string, now metav1.Time) {
+	if st.Phase != phase {
+		st.Phase = phase
+		st.PhaseTransitionTimestamps = append(st.PhaseTransitionTimestamps, virtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
+	}
+	st.Reason = reason
+}
+
+// observePod advances the instance's status from what its launcher Pod shows; pod is nil when
+// the Pod is confirmed gone. Until Scheduled this controller owns the phase; afterwards it only
+// ends the instance when the Pod ends or vanishes (the node agent reports Running and the guest's end).
+func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.Time) {
+	st := &vmi.Status
+	if st.Phase.IsFinal() {
+		return
+	}
+	if pod == nil {
+		if st.Phase == virtv1.Scheduling || st.Phase == virtv1.Scheduled || st.Phase == virtv1.Running {
+			setPhase(st, virtv1.Failed, "PodDeleted", now)
+			setReady(st, "PodDeleted", "The launcher Pod was deleted")
+		}
+		return
+	}
+	st.LauncherPod = pod.Name
+	switch {
+	case pod.DeletionTimestamp != nil && vmi.DeletionTimestamp == nil:
+		setPhase(st, virtv1.Failed, "PodDeleted", now)
+		setReady(st, "PodDeleted", "The launcher Pod is being deleted")
+	case pod.Status.Phase == corev1.PodFailed:
+		setPhase(st, virtv1.Failed, "PodFailed", now)
+		setReady(st, "PodFailed", podEndMessage(pod))
+	case pod.Status.Phase == corev1.PodSucceeded:
+		setPhase(st, virtv1.Succeeded, "PodCompleted", now)
+		setReady(st, "PodCompleted", podEndMessage(pod))
+	case st.Phase == virtv1.Scheduled || st.Phase == virtv1.Running:
+		// The node agent's territory.
+	case pod.Status.Phase == corev1.PodRunning:
+		setPhase(st, virtv1.Scheduled, "", now)
+		st.NodeName = pod.Spec.NodeName
+		meta.RemoveStatusCondition(&st.Conditions, ConditionSynchronized)
+		mirrorScheduled(st, pod)
+	default:
+		setPhase(st, virtv1.Scheduling, "", now)
+		mirrorScheduled(st, pod)
+		setSynchronized(st, pod)
+		if c := meta.FindStatusCondition(st.Conditions, virtv1.VirtualMachineInstanceReady); c == nil {
+			setReady(st, "LauncherPodStarting", "The launcher Pod is starting")
+		}
+	}
+}
+
+// setReady sets Ready=False; the node agent sets Ready=True once the guest runs.
+func setReady(st *virtv1.VirtualMachineInstanceStatus, reason, message string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: reason, Message: message})
+}
+
+// mirrorScheduled copies the Pod's PodScheduled condition.
+func mirrorScheduled(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodScheduled {
+			continue
+		}
+		reason := c.Reason
+		if reason == "" {
+			reason = "Scheduled"
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: ConditionPodScheduled, Status: metav1.ConditionStatus(c.Status), Reason: reason, Message: c.Message,
+		})
+		return
+	}
+}
+
+// setSynchronized reports a container of the Pod that cannot start, or clears the condition.
+func setSynchronized(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod) {
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+				Type: ConditionSynchronized, Status: metav1.ConditionFalse, Reason: w.Reason,
+				Message: fmt.Sprintf("container %s (%s): %s", cs.Name, cs.Image, w.Message),
+			})
+			return
+		}
+	}
+	meta.RemoveStatusCondition(&st.Conditions, ConditionSynchronized)
+}
+
+// podEndMessage says how the Pod's containers ended.
+func podEndMessage(pod *corev1.Pod) string {
+	var parts []string
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if t := cs.State.Terminated; t != nil && (t.ExitCode != 0 || cs.Name == "compute") {
+			msg := fmt.Sprintf("container %s exited %d (%s)", cs.Name, t.ExitCode, t.Reason)
+			if t.Message != "" {
+				msg += ": " + strings.TrimSpace(t.Message)
+			}
+			parts = append(parts, msg)
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("the launcher Pod ended %s %s", pod.Status.Phase, pod.Status.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
