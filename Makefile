@@ -11,7 +11,7 @@ BIN := bin
 .PHONY: generate
 generate: ## Generate deepcopy code and the CRDs in install/crds from api/
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	rm -f install/crds/*.yaml
+	rm -f install/crds/kubevirt.io_*.yaml
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/v1/... output:crd:artifacts:config=install/crds
 	go run ./hack/crdversions install/crds
 

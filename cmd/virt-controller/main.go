@@ -35,6 +35,7 @@ func run() error {
 		leaderElect              bool
 		fixed, perVCPU, emulated string
 		pullPolicy               string
+		diskPullPolicy           string
 	)
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
@@ -47,6 +48,7 @@ func run() error {
 	flag.StringVar(&o.Namespace, "namespace", ns, "namespace of Podvirt's components (node agent heartbeats, leader lease)")
 	flag.StringVar(&o.Launcher.LauncherImage, "launcher-image", "docker.io/podvirt/virt-launcher:dev", "image of the launcher Pods")
 	flag.StringVar(&pullPolicy, "launcher-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the launcher image")
+	flag.StringVar(&diskPullPolicy, "disk-image-pull-policy", "", "pull policy of containerDisk/kernelBoot images that name none (default: Kubernetes' rule; IfNotPresent for clusters with locally imported images)")
 	flag.BoolVar(&o.Launcher.UseEmulation, "use-emulation", false, "run guests under software emulation: do not request /dev/kvm")
 	flag.Int64Var(&o.Launcher.LauncherUID, "launcher-uid", 107, "non-root user the launcher Pods run as")
 	flag.StringVar(&fixed, "overhead-fixed", def.Fixed.String(), "launcher Pod memory beyond the guest's: fixed part")
@@ -60,6 +62,14 @@ func run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	o.Launcher.LauncherPullPolicy = corev1.PullPolicy(pullPolicy)
+	o.Launcher.DiskImagePullPolicy = corev1.PullPolicy(diskPullPolicy)
+	for flagName, p := range map[string]corev1.PullPolicy{"--launcher-pull-policy": o.Launcher.LauncherPullPolicy, "--disk-image-pull-policy": o.Launcher.DiskImagePullPolicy} {
+		switch p {
+		case "", corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent:
+		default:
+			return fmt.Errorf("%s: %q is not one of Always, Never, IfNotPresent", flagName, p)
+		}
+	}
 	for flagName, q := range map[string]struct {
 		in  string
 		out *resource.Quantity

@@ -28,6 +28,10 @@ type Config struct {
 	Overhead Overhead
 	// LauncherUID is the non-root user the launcher runs as.
 	LauncherUID int64
+	// DiskImagePullPolicy, when set, is the pull policy of containerDisk and kernelBoot images that
+	// do not name one. Kubernetes' default (Always for :latest) needs a registry; a cluster whose
+	// images are imported locally sets IfNotPresent.
+	DiskImagePullPolicy corev1.PullPolicy
 }
 
 // DefaultGracePeriodSeconds is the guest's shutdown grace period when the instance gives none.
@@ -109,6 +113,9 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 		SecurityContext: containerSecurity(),
 	}}
 	copyFrom := func(name, image string, policy corev1.PullPolicy, src, dst string) corev1.Container {
+		if policy == "" {
+			policy = cfg.DiskImagePullPolicy
+		}
 		return corev1.Container{
 			Name:            name,
 			Image:           image,
@@ -119,6 +126,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			SecurityContext: containerSecurity(),
 		}
 	}
+	mounted := map[string]bool{} // secrets already mounted
 	for i, v := range vmi.Spec.Volumes {
 		switch {
 		case v.ContainerDisk != nil:
@@ -128,6 +136,16 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			}
 			dst := path.Join(launcherapi.PrivateDir, launcherapi.DisksDir, v.Name)
 			inits = append(inits, copyFrom(fmt.Sprintf("volume%d-containerdisk", i), v.ContainerDisk.Image, v.ContainerDisk.ImagePullPolicy, src, dst))
+		case v.CloudInitNoCloud != nil:
+			for _, ref := range []*corev1.LocalObjectReference{v.CloudInitNoCloud.SecretRef, v.CloudInitNoCloud.NetworkDataSecretRef} {
+				if ref == nil || mounted[ref.Name] {
+					continue
+				}
+				mounted[ref.Name] = true
+				volName := fmt.Sprintf("secret%d-%d", i, len(mounted))
+				volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
+				computeMounts = append(computeMounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherapi.SecretMountRoot, ref.Name), ReadOnly: true})
+			}
 		case v.PersistentVolumeClaim != nil:
 			volName := fmt.Sprintf("volume%d-pvc", i)
 			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
@@ -140,10 +158,10 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 		c := fw.KernelBoot.Container
 		dst := path.Join(launcherapi.PrivateDir, launcherapi.KernelBootDir)
 		if c.KernelPath != "" {
-			inits = append(inits, copyFrom("kernel-boot-kernel", c.Image, c.ImagePullPolicy, c.KernelPath, path.Join(dst, "kernel")))
+			inits = append(inits, copyFrom("kernel-boot-kernel", c.Image, c.ImagePullPolicy, c.KernelPath, path.Join(dst, launcherapi.KernelBootKernel)))
 		}
 		if c.InitrdPath != "" {
-			inits = append(inits, copyFrom("kernel-boot-initrd", c.Image, c.ImagePullPolicy, c.InitrdPath, path.Join(dst, "initrd")))
+			inits = append(inits, copyFrom("kernel-boot-initrd", c.Image, c.ImagePullPolicy, c.InitrdPath, path.Join(dst, launcherapi.KernelBootInitrd)))
 		}
 	}
 

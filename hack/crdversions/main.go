@@ -27,7 +27,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: crdversions DIR")
 		os.Exit(2)
 	}
-	files, err := filepath.Glob(filepath.Join(os.Args[1], "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(os.Args[1], "kubevirt.io_*.yaml"))
 	if err == nil && len(files) == 0 {
 		err = fmt.Errorf("no CRD files in %s", os.Args[1])
 	}

@@ -1,0 +1,123 @@
+package vmi
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func testConfig() Config {
+	return Config{LauncherImage: "docker.io/podvirt/virt-launcher:dev", LauncherPullPolicy: corev1.PullIfNotPresent, UseEmulation: true, Overhead: DefaultOverhead(), LauncherUID: 107}
+}
+
+// seedInstance is the instance the seed's vm-cirros VirtualMachine creates.
+func seedInstance(t *testing.T) *virtv1.VirtualMachineInstance {
+	raw, err := os.ReadFile(testenv.RepoPath("examples", "vm-cirros.yaml"))
+	require.NoError(t, err)
+	var vm virtv1.VirtualMachine
+	require.NoError(t, yaml.UnmarshalStrict(raw, &vm))
+	return &virtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: vm.Name, Namespace: "default", UID: "7e3c1b2a-0000-4000-8000-000000000001", Labels: vm.Spec.Template.ObjectMeta.Labels},
+		Spec:       vm.Spec.Template.Spec,
+	}
+}
+
+func golden(t *testing.T, name string, pod *corev1.Pod) {
+	t.Helper()
+	got, err := yaml.Marshal(pod)
+	require.NoError(t, err)
+	path := filepath.Join("testdata", name+".yaml")
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./controllers/vmi -update to create the golden file")
+	assert.Equal(t, string(want), string(got), "launcher Pod differs from %s (run with -update if the change is intended)", path)
+}
+
+func TestRenderPodGolden(t *testing.T) {
+	seed := seedInstance(t)
+
+	kernelBoot := seedInstance(t)
+	kernelBoot.Name = "kernel-boot"
+	kernelBoot.Spec.Volumes = kernelBoot.Spec.Volumes[1:]
+	kernelBoot.Spec.Domain.Devices.Disks = kernelBoot.Spec.Domain.Devices.Disks[1:]
+	kernelBoot.Spec.Domain.Firmware = &virtv1.Firmware{KernelBoot: &virtv1.KernelBoot{
+		KernelArgs: "console=ttyS0",
+		Container:  &virtv1.KernelBootContainer{Image: "docker.io/podvirt/demo-kernelboot:dev", KernelPath: "/boot/vmlinux", InitrdPath: "/boot/initramfs.gz", ImagePullPolicy: corev1.PullNever},
+	}}
+
+	pvc := seedInstance(t)
+	pvc.Name = "with-pvc"
+	pvc.Spec.Volumes = append(pvc.Spec.Volumes, virtv1.Volume{Name: "data", VolumeSource: virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "data-claim"}}})
+	pvc.Spec.Domain.CPU = &virtv1.CPU{Sockets: 1, Cores: 2}
+	pvc.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128M")}
+	pvc.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "node-a"}
+	pvc.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "vms", Effect: corev1.TaintEffectNoSchedule}}
+	pvc.Spec.TerminationGracePeriodSeconds = ptr.To(int64(60))
+	pvc.Spec.Volumes[1].CloudInitNoCloud = &virtv1.CloudInitNoCloudSource{SecretRef: &corev1.LocalObjectReference{Name: "userdata"}}
+
+	for name, v := range map[string]*virtv1.VirtualMachineInstance{"seed-vm-cirros": seed, "kernel-boot": kernelBoot, "pvc-cpu-limits": pvc} {
+		t.Run(name, func(t *testing.T) {
+			pod, err := RenderPod(v, testConfig())
+			require.NoError(t, err)
+			golden(t, name, pod)
+		})
+	}
+}
+
+func TestRenderPodResources(t *testing.T) {
+	v := seedInstance(t)
+	pod, err := RenderPod(v, testConfig())
+	require.NoError(t, err)
+	compute := pod.Spec.Containers[0]
+	want := resource.MustParse("64M")
+	want.Add(DefaultOverhead().For(v, true))
+	assert.Zero(t, want.Cmp(compute.Resources.Requests[corev1.ResourceMemory]), "requests = guest memory + overhead")
+	assert.NotContains(t, compute.Resources.Requests, corev1.ResourceName("devices.kubevirt.io/kvm"), "no /dev/kvm under emulation")
+
+	kvm := testConfig()
+	kvm.UseEmulation = false
+	pod, err = RenderPod(v, kvm)
+	require.NoError(t, err)
+	assert.Contains(t, pod.Spec.Containers[0].Resources.Requests, corev1.ResourceName("devices.kubevirt.io/kvm"))
+	assert.False(t, *pod.Spec.Containers[0].SecurityContext.Privileged)
+	assert.True(t, *pod.Spec.SecurityContext.RunAsNonRoot)
+}
+
+func TestRenderPodRejectsWhatCannotRun(t *testing.T) {
+	v := seedInstance(t)
+	v.Spec.Domain.Resources.Requests = nil
+	_, err := RenderPod(v, testConfig())
+	assert.ErrorContains(t, err, "spec.domain.resources.requests.memory")
+
+	v = seedInstance(t)
+	v.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32M")}
+	_, err = RenderPod(v, testConfig())
+	assert.ErrorContains(t, err, "spec.domain.resources.limits.memory")
+}
+
+func TestPodNameIsDeterministicAndShort(t *testing.T) {
+	v := seedInstance(t)
+	assert.Equal(t, PodName(v), PodName(v.DeepCopy()))
+	other := v.DeepCopy()
+	other.UID = "another"
+	assert.NotEqual(t, PodName(v), PodName(other))
+	long := v.DeepCopy()
+	long.Name = "a-very-long-virtual-machine-instance-name-that-goes-on-and-on-and-on"
+	assert.LessOrEqual(t, len(PodName(long)), 63)
+}
