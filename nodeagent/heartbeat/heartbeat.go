@@ -1,0 +1,47 @@
+// Package heartbeat names the node agent's heartbeat: a coordination.k8s.io/v1 Lease per node that the
+// agent renews while it runs. The controllers import it to find a node's lease and to decide whether the
+// node agent there is still alive (VMIs on a node whose lease went stale are failed with reason
+// NodeUnresponsive). It is pure: names, durations and a staleness check, no client.
+package heartbeat
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+const (
+	// Namespace is the default namespace of the node agent and its leases.
+	Namespace = "podvirt"
+	// NamespaceEnv is the environment variable (set from the Pod's metadata.namespace) that overrides
+	// Namespace for the agent.
+	NamespaceEnv = "POD_NAMESPACE"
+	// LeasePrefix starts every heartbeat lease's name; the node's name follows.
+	LeasePrefix = "virt-handler-"
+	// RenewInterval is how often the agent renews its lease.
+	RenewInterval = 10 * time.Second
+	// LeaseDuration is the leaseDurationSeconds the agent writes: four missed renewals.
+	LeaseDuration = 40 * time.Second
+)
+
+// LeaseName is the name of the heartbeat lease of the node agent on node.
+func LeaseName(node string) string { return LeasePrefix + node }
+
+// LastRenewed is when the lease was last renewed (or acquired, if never renewed); zero if neither is set.
+func LastRenewed(lease *coordinationv1.Lease) time.Time {
+	switch {
+	case lease.Spec.RenewTime != nil:
+		return lease.Spec.RenewTime.Time
+	case lease.Spec.AcquireTime != nil:
+		return lease.Spec.AcquireTime.Time
+	default:
+		return time.Time{}
+	}
+}
+
+// Stale reports whether the lease was not renewed within threshold before now. A lease without any
+// renewal time is stale. Controllers typically use LeaseDuration as the threshold.
+func Stale(lease *coordinationv1.Lease, now time.Time, threshold time.Duration) bool {
+	last := LastRenewed(lease)
+	return last.IsZero() || now.Sub(last) > threshold
+}

@@ -1,0 +1,201 @@
+// Package launcherclient is the node agent's client for the launcher's command protocol v1
+// (launcherapi): HTTP/1.1 with JSON bodies over the unix socket launcherapi.CommandSocket in the
+// launcher's private directory, which the agent reaches from the node through the kubelet's emptyDir
+// path (launcherapi.HostPrivateDir).
+//
+// Those host paths are longer than a unix socket address may be (108 bytes on Linux), so the client
+// dials through /proc/self/fd/N/launcher.sock, where N is the private directory opened with O_PATH.
+package launcherclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// ErrUnreachable is wrapped by every error that means no launcher answers on the socket: the socket
+// does not exist yet (the launcher is starting) or any more (it exited), or nobody accepts on it.
+var ErrUnreachable = errors.New("launcher unreachable")
+
+// maxSocketPath is the longest path a unix socket address holds (sun_path is 108 bytes with a NUL).
+const maxSocketPath = 107
+
+// DefaultTimeout bounds each call whose context has no earlier deadline. Sync gets SyncTimeout: the
+// launcher's first sync defines and starts the domain, which includes libvirt's capability probe.
+const (
+	DefaultTimeout = 15 * time.Second
+	SyncTimeout    = 2 * time.Minute
+)
+
+// Error is a non-2xx reply from the launcher.
+type Error struct {
+	// Path is the request path (e.g. /v1/pause).
+	Path string
+	// StatusCode is the HTTP status the launcher answered with.
+	StatusCode int
+	// Message is the launcher's explanation (launcherapi.Error), or the raw body.
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("launcher %s: %d %s: %s", e.Path, e.StatusCode, http.StatusText(e.StatusCode), e.Message)
+}
+
+// Client talks to one launcher. It holds no connection between calls; the zero value is not usable.
+type Client struct {
+	dir  string
+	http *http.Client
+}
+
+// New returns a client for the launcher whose private directory (launcherapi.PrivateDir, as seen from
+// here) is dir; the command socket is dir/launcherapi.CommandSocket.
+func New(dir string) *Client {
+	c := &Client{dir: dir}
+	c.http = &http.Client{Transport: &http.Transport{
+		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
+		DisableKeepAlives: true,
+	}}
+	return c
+}
+
+// SocketPath is the command socket's path.
+func (c *Client) SocketPath() string { return filepath.Join(c.dir, launcherapi.CommandSocket) }
+
+// dial connects to the command socket, through /proc/self/fd when its path is too long.
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	path := c.SocketPath()
+	if len(path) <= maxSocketPath {
+		conn, err := d.DialContext(ctx, "unix", path)
+		return conn, classify(err)
+	}
+	fd, err := unix.Open(c.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, classify(fmt.Errorf("open %s: %w", c.dir, err))
+	}
+	defer func() { _ = unix.Close(fd) }()
+	conn, err := d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, launcherapi.CommandSocket))
+	if err != nil {
+		return nil, classify(fmt.Errorf("dial %s: %w", path, err))
+	}
+	return conn, nil
+}
+
+// classify marks the errors that mean "no launcher there" with ErrUnreachable.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	return err
+}
+
+// Ping returns the protocol version the launcher speaks.
+func (c *Client) Ping(ctx context.Context) (string, error) {
+	var reply struct {
+		Version string `json:"version"`
+	}
+	if err := c.do(ctx, http.MethodGet, launcherapi.PathPing, nil, &reply, DefaultTimeout); err != nil {
+		return "", err
+	}
+	return reply.Version, nil
+}
+
+// Sync hands the launcher its VMI; it defines and starts the domain if it is not yet.
+func (c *Client) Sync(ctx context.Context, req launcherapi.SyncRequest) (launcherapi.Status, error) {
+	var st launcherapi.Status
+	err := c.do(ctx, http.MethodPost, launcherapi.PathSync, req, &st, SyncTimeout)
+	return st, err
+}
+
+// Shutdown asks for an ACPI power-off; the launcher kills the guest after gracePeriodSeconds (at once
+// for 0).
+func (c *Client) Shutdown(ctx context.Context, gracePeriodSeconds int64) error {
+	req := launcherapi.ShutdownRequest{GracePeriodSeconds: gracePeriodSeconds}
+	return c.do(ctx, http.MethodPost, launcherapi.PathShutdown, req, nil, DefaultTimeout)
+}
+
+// Kill stops the guest at once.
+func (c *Client) Kill(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, launcherapi.PathKill, nil, nil, DefaultTimeout)
+}
+
+// Pause pauses the guest.
+func (c *Client) Pause(ctx context.Context) (launcherapi.Status, error) {
+	var st launcherapi.Status
+	err := c.do(ctx, http.MethodPost, launcherapi.PathPause, nil, &st, DefaultTimeout)
+	return st, err
+}
+
+// Unpause resumes a paused guest.
+func (c *Client) Unpause(ctx context.Context) (launcherapi.Status, error) {
+	var st launcherapi.Status
+	err := c.do(ctx, http.MethodPost, launcherapi.PathUnpause, nil, &st, DefaultTimeout)
+	return st, err
+}
+
+// Status reports the guest's state.
+func (c *Client) Status(ctx context.Context) (launcherapi.Status, error) {
+	var st launcherapi.Status
+	err := c.do(ctx, http.MethodGet, launcherapi.PathStatus, nil, &st, DefaultTimeout)
+	return st, err
+}
+
+// do sends one request; in (if not nil) is the JSON body, out (if not nil) receives the JSON reply.
+func (c *Client) do(ctx context.Context, method, path string, in, out any, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	if in != nil {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode %s request: %w", path, err)
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://launcher"+path, body)
+	if err != nil {
+		return fmt.Errorf("build %s request: %w", path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("launcher %s: %w", path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("read launcher %s reply: %w", path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := &Error{Path: path, StatusCode: resp.StatusCode, Message: string(bytes.TrimSpace(raw))}
+		var le launcherapi.Error
+		if json.Unmarshal(raw, &le) == nil && le.Message != "" {
+			e.Message = le.Message
+		}
+		return e
+	}
+	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("decode launcher %s reply: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+// Package launchertest serves the launcher's command protocol v1 (launcherapi) on a real unix socket
+// with a scripted guest instead of libvirt, for tests of the protocol's clients (the node agent). It is
+// the test double at the one boundary that is not Kubernetes: what it records (syncs, shutdowns) is
+// what a client really sent over the socket.
+package launchertest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// Launcher is a protocol v1 server whose guest is a state machine: Sync starts it (Running, or Paused
+// with startStrategy Paused), Pause/Unpause toggle it, Shutdown moves it to ShuttingDown (the test
+// decides when it reaches Shutoff with SetState), Kill crashes it. Safe for concurrent use.
+type Launcher struct {
+	mu        sync.Mutex
+	status    launcherapi.Status
+	syncs     []launcherapi.SyncRequest
+	shutdowns []launcherapi.ShutdownRequest
+	kills     int
+
+	srv       *http.Server
+	served    chan error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start listens on dir/launcherapi.CommandSocket (dir is created if missing; paths longer than a unix
+// socket address may be are bound through /proc/self/fd) and serves until Close.
+func Start(dir string) (*Launcher, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create launcher dir: %w", err)
+	}
+	ln, err := listen(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Launcher{served: make(chan error, 1)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+launcherapi.PathPing, l.ping)
+	mux.HandleFunc("POST "+launcherapi.PathSync, l.sync)
+	mux.HandleFunc("POST "+launcherapi.PathShutdown, l.shutdown)
+	mux.HandleFunc("POST "+launcherapi.PathKill, l.kill)
+	mux.HandleFunc("POST "+launcherapi.PathPause, l.pause)
+	mux.HandleFunc("POST "+launcherapi.PathUnpause, l.unpause)
+	mux.HandleFunc("GET "+launcherapi.PathStatus, l.getStatus)
+	l.srv = &http.Server{Handler: mux}
+	go func() { l.served <- l.srv.Serve(ln) }()
+	return l, nil
+}
+
+func listen(dir string) (net.Listener, error) {
+	path := filepath.Join(dir, launcherapi.CommandSocket)
+	_ = os.Remove(path)
+	if len(path) <= 107 {
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", path, err)
+		}
+		return ln, nil
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	ln, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, launcherapi.CommandSocket))
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// The listener would unlink its (fd-relative, soon dangling) name on Close; the test's temp dir
+	// removes the socket instead.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	return ln, nil
+}
+
+// Close stops serving (the socket stops accepting, as when the launcher exits) and waits for the
+// server. Calling it again returns the first call's result.
+func (l *Launcher) Close() error {
+	l.closeOnce.Do(func() {
+		if err := l.srv.Shutdown(context.Background()); err != nil {
+			l.closeErr = fmt.Errorf("shut down launcher double: %w", err)
+		}
+		if err := <-l.served; err != nil && !errors.Is(err, http.ErrServerClosed) && l.closeErr == nil {
+			l.closeErr = fmt.Errorf("serve launcher double: %w", err)
+		}
+	})
+	return l.closeErr
+}
+
+// SetState scripts the guest: it moves to state with the given reason and message (e.g. Shutoff after a
+// guest power-off, Crashed when qemu dies).
+func (l *Launcher) SetState(state launcherapi.DomainState, reason, message string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status.State, l.status.Reason, l.status.Message = state, reason, message
+}
+
+// Status is the guest's current status.
+func (l *Launcher) Status() launcherapi.Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status
+}
+
+// Syncs are the sync requests received so far.
+func (l *Launcher) Syncs() []launcherapi.SyncRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]launcherapi.SyncRequest(nil), l.syncs...)
+}
+
+// Shutdowns are the shutdown requests received so far.
+func (l *Launcher) Shutdowns() []launcherapi.ShutdownRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]launcherapi.ShutdownRequest(nil), l.shutdowns...)
+}
+
+// Kills is how many kill requests were received.
+func (l *Launcher) Kills() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.kills
+}
+
+func (l *Launcher) ping(w http.ResponseWriter, _ *http.Request) {
+	reply(w, http.StatusOK, map[string]string{"version": launcherapi.Version})
+}
+
+func (l *Launcher) sync(w http.ResponseWriter, r *http.Request) {
+	var req launcherapi.SyncRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		replyError(w, http.StatusBadRequest, "decode sync request: "+err.Error())
+		return
+	}
+	var vmi virtv1.VirtualMachineInstance
+	if err := json.Unmarshal(req.VMI, &vmi); err != nil {
+		replyError(w, http.StatusBadRequest, "decode vmi: "+err.Error())
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncs = append(l.syncs, req)
+	if l.status.State == launcherapi.DomainNone {
+		l.status = launcherapi.Status{State: launcherapi.DomainRunning, Emulation: req.Emulation, QemuPID: 42, Interfaces: interfaces(&vmi)}
+		if vmi.Spec.StartStrategy != nil && *vmi.Spec.StartStrategy == virtv1.StartStrategyPaused {
+			l.status.State = launcherapi.DomainPaused
+		}
+	}
+	reply(w, http.StatusOK, l.status)
+}
+
+// interfaces invents a MAC for every interface of the VMI (the default pod network when it has none).
+func interfaces(vmi *virtv1.VirtualMachineInstance) []launcherapi.Interface {
+	names := []string{"default"}
+	if spec := vmi.Spec.Domain.Devices.Interfaces; len(spec) > 0 {
+		names = names[:0]
+		for _, i := range spec {
+			names = append(names, i.Name)
+		}
+	}
+	out := make([]launcherapi.Interface, 0, len(names))
+	for n, name := range names {
+		out = append(out, launcherapi.Interface{Name: name, MAC: fmt.Sprintf("02:00:00:00:00:%02x", n+1), IPs: []string{"10.0.2.2"}})
+	}
+	return out
+}
+
+func (l *Launcher) shutdown(w http.ResponseWriter, r *http.Request) {
+	var req launcherapi.ShutdownRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		replyError(w, http.StatusBadRequest, "decode shutdown request: "+err.Error())
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shutdowns = append(l.shutdowns, req)
+	switch l.status.State {
+	case launcherapi.DomainRunning, launcherapi.DomainPaused:
+		l.status.State, l.status.Reason = launcherapi.DomainShuttingDown, "ShutdownRequested"
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (l *Launcher) kill(w http.ResponseWriter, _ *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kills++
+	if l.status.State != launcherapi.DomainNone {
+		l.status.State, l.status.Reason, l.status.Message = launcherapi.DomainCrashed, "Killed", "the guest was killed on request"
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (l *Launcher) pause(w http.ResponseWriter, _ *http.Request) {
+	l.toggle(w, launcherapi.DomainRunning, launcherapi.DomainPaused)
+}
+
+func (l *Launcher) unpause(w http.ResponseWriter, _ *http.Request) {
+	l.toggle(w, launcherapi.DomainPaused, launcherapi.DomainRunning)
+}
+
+func (l *Launcher) toggle(w http.ResponseWriter, from, to launcherapi.DomainState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.status.State != from {
+		replyError(w, http.StatusConflict, fmt.Sprintf("guest is %q, not %q", l.status.State, from))
+		return
+	}
+	l.status.State, l.status.Reason = to, ""
+	reply(w, http.StatusOK, l.status)
+}
+
+func (l *Launcher) getStatus(w http.ResponseWriter, _ *http.Request) {
+	reply(w, http.StatusOK, l.Status())
+}
+
+func reply(w http.ResponseWriter, code int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func replyError(w http.ResponseWriter, code int, msg string) {
+	reply(w, code, launcherapi.Error{Message: msg})
+}
