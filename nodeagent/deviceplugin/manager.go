@@ -104,7 +104,9 @@ func (m *Manager) register(ctx context.Context) (kubeletID, bool) {
 // kubeletID identifies one kubelet.sock (its inode); zero when there is none.
 type kubeletID uint64
 
-func (m *Manager) kubeletSocket() string { return filepath.Join(m.Dir, filepath.Base(pluginapi.KubeletSocket)) }
+func (m *Manager) kubeletSocket() string {
+	return filepath.Join(m.Dir, filepath.Base(pluginapi.KubeletSocket))
+}
 
 func (m *Manager) currentKubelet() kubeletID {
 	fi, err := os.Stat(m.kubeletSocket())
