@@ -71,12 +71,12 @@ func startControllers(t *testing.T, ns string) func() {
 }
 
 // eventually waits for cond to hold, failing the test with msg after the timeout.
-func eventually(t *testing.T, msg string, cond func() bool) {
+func eventually(t testing.TB, msg string, cond func() bool) {
 	t.Helper()
 	require.Eventuallyf(t, cond, wait, 50*time.Millisecond, "timed out waiting: %s", msg)
 }
 
-func get[T client.Object](t *testing.T, obj T, ns, name string) (T, bool) {
+func get[T client.Object](t testing.TB, obj T, ns, name string) (T, bool) {
 	t.Helper()
 	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)
 	if err != nil {

@@ -60,7 +60,7 @@ func setInstancePhase(t *testing.T, ns, name string, phase virtv1.VirtualMachine
 	}, wait, 50*time.Millisecond)
 }
 
-func launcherPod(t *testing.T, v *virtv1.VirtualMachineInstance) *corev1.Pod {
+func launcherPod(t testing.TB, v *virtv1.VirtualMachineInstance) *corev1.Pod {
 	t.Helper()
 	p, ok := get(t, &corev1.Pod{}, v.Namespace, vmi.PodName(v))
 	if !ok {
@@ -70,7 +70,7 @@ func launcherPod(t *testing.T, v *virtv1.VirtualMachineInstance) *corev1.Pod {
 }
 
 // runPod plays the scheduler and the kubelet: it binds the launcher Pod to a node and reports it running.
-func runPod(t *testing.T, v *virtv1.VirtualMachineInstance, node string) {
+func runPod(t testing.TB, v *virtv1.VirtualMachineInstance, node string) {
 	t.Helper()
 	ctx := context.Background()
 	var pod *corev1.Pod

@@ -20,6 +20,9 @@ import (
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
+// conflictRetry is how soon a pass whose status write lost a race runs again.
+const conflictRetry = 100 * time.Millisecond
+
 // ControllerName is the name Events and logs carry.
 const ControllerName = "virtualmachine-controller"
 
@@ -95,7 +98,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	s := &scope{vm: vm, now: r.now()}
 	orig := vm.DeepCopy()
 	defer func() {
-		if err := r.writeStatus(ctx, orig, vm); err != nil && retErr == nil {
+		err := r.writeStatus(ctx, orig, vm)
+		switch {
+		case apierrors.IsConflict(err):
+			// Our cache lags behind a newer write; look again shortly with fresh data.
+			res = ctrl.Result{RequeueAfter: conflictRetry}
+		case err != nil && retErr == nil:
 			retErr = err
 		}
 	}()

@@ -95,25 +95,30 @@ func setReadyCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInst
 	meta.SetStatusCondition(&vm.Status.Conditions, c)
 }
 
-// instanceBlocker names what keeps an instance from being ready, most specific first.
+// instanceBlocker names what keeps an instance from being ready. A start that merely progresses
+// reads the same ("Starting"), so the VM's status is not rewritten at every step of it.
 func instanceBlocker(vmi *virtv1.VirtualMachineInstance) (reason, message string) {
-	for _, t := range []string{vmiPodScheduled, vmiSynchronized, virtv1.VirtualMachineInstanceReady} {
+	for _, t := range []string{vmiPodScheduled, vmiSynchronized} {
 		if c := meta.FindStatusCondition(vmi.Status.Conditions, t); c != nil && c.Status == metav1.ConditionFalse && c.Reason != "" {
 			return c.Reason, c.Message
 		}
 	}
-	if vmi.DeletionTimestamp != nil {
-		return "VMIDeleting", "The VirtualMachineInstance is shutting down"
+	switch {
+	case vmi.DeletionTimestamp != nil:
+		return "Stopping", "The VirtualMachineInstance is shutting down"
+	case vmi.Status.Phase.IsFinal():
+		msg := fmt.Sprintf("The VirtualMachineInstance %s", strings.ToLower(string(vmi.Status.Phase)))
+		if vmi.Status.Reason != "" {
+			msg += ": " + vmi.Status.Reason
+		}
+		return "VMI" + string(vmi.Status.Phase), msg
+	case vmi.Status.Phase == virtv1.Running:
+		if c := meta.FindStatusCondition(vmi.Status.Conditions, virtv1.VirtualMachineInstanceReady); c != nil && c.Reason != "" {
+			return c.Reason, c.Message
+		}
+		return "GuestNotReady", "The guest runs and is not ready yet"
 	}
-	phase := vmi.Status.Phase
-	if phase == "" {
-		phase = virtv1.Pending
-	}
-	msg := fmt.Sprintf("The VirtualMachineInstance is %s", phase)
-	if vmi.Status.Reason != "" {
-		msg += ": " + vmi.Status.Reason
-	}
-	return "VMI" + string(phase), msg
+	return "Starting", "The VirtualMachineInstance is starting"
 }
 
 // setPausedCondition mirrors the instance's Paused condition.

@@ -18,6 +18,9 @@ import (
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
+// conflictRetry is how soon a pass whose status write lost a race runs again.
+const conflictRetry = 100 * time.Millisecond
+
 // ControllerName is the name Events and logs carry.
 const ControllerName = "virtualmachineinstance-controller"
 
@@ -43,7 +46,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile creates, follows and deletes the launcher Pod and writes the instance's status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	vmi := &virtv1.VirtualMachineInstance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -60,7 +63,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	orig := vmi.DeepCopy()
 	defer func() {
-		if err := r.writeStatus(ctx, orig, vmi); err != nil && retErr == nil {
+		err := r.writeStatus(ctx, orig, vmi)
+		switch {
+		case apierrors.IsConflict(err):
+			// Our cache lags behind a newer write; look again shortly with fresh data.
+			res = ctrl.Result{RequeueAfter: conflictRetry}
+		case err != nil && retErr == nil:
 			retErr = err
 		}
 	}()

@@ -78,21 +78,23 @@ func setReady(st *virtv1.VirtualMachineInstanceStatus, reason, message string) {
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: reason, Message: message})
 }
 
-// mirrorScheduled copies the Pod's PodScheduled condition.
+// mirrorScheduled reports the Pod's PodScheduled condition while the scheduler cannot place it
+// (reason Unschedulable with the scheduler's message); once placed the condition is removed, so a
+// normal start costs no extra write.
 func mirrorScheduled(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod) {
 	for _, c := range pod.Status.Conditions {
-		if c.Type != corev1.PodScheduled {
-			continue
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			reason := c.Reason
+			if reason == "" {
+				reason = "NotScheduled"
+			}
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+				Type: ConditionPodScheduled, Status: metav1.ConditionFalse, Reason: reason, Message: c.Message,
+			})
+			return
 		}
-		reason := c.Reason
-		if reason == "" {
-			reason = "Scheduled"
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: ConditionPodScheduled, Status: metav1.ConditionStatus(c.Status), Reason: reason, Message: c.Message,
-		})
-		return
 	}
+	meta.RemoveStatusCondition(&st.Conditions, ConditionPodScheduled)
 }
 
 // setSynchronized reports a container of the Pod that cannot start, or clears the condition.

@@ -66,6 +66,7 @@ func Run(m *testing.M, env **Env) int {
 	cfg, err := te.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: start control plane: %v\n", err)
+		_ = te.Stop() // a failed start (e.g. a CRD refused) may leave the apiserver and etcd running
 		return 1
 	}
 	defer func() {
