@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -102,6 +104,23 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return err
+}
+
+// ExitStatus is the status the launcher left in launcherapi.ExitFile when it exited; nil while no
+// such file exists (the launcher runs, or is still starting).
+func (c *Client) ExitStatus() (*launcherapi.Status, error) {
+	raw, err := os.ReadFile(filepath.Join(c.dir, launcherapi.ExitFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read launcher exit status: %w", err)
+	}
+	var st launcherapi.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("decode launcher exit status %s: %w", launcherapi.ExitFile, err)
+	}
+	return &st, nil
 }
 
 // Ping returns the protocol version the launcher speaks.

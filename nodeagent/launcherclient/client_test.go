@@ -103,3 +103,21 @@ func TestUnreachableWhenNoSocket(t *testing.T) {
 		})
 	}
 }
+
+func TestExitStatus(t *testing.T) {
+	dir := longDir(t)
+	l := startLauncher(t, dir)
+	c := launcherclient.New(dir)
+	st, err := c.ExitStatus()
+	require.NoError(t, err)
+	assert.Nil(t, st, "no exit file while the launcher runs")
+
+	final := launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}
+	require.NoError(t, l.Exit(final))
+	_, err = c.Status(context.Background())
+	require.ErrorIs(t, err, launcherclient.ErrUnreachable)
+	st, err = c.ExitStatus()
+	require.NoError(t, err)
+	require.NotNil(t, st)
+	assert.Equal(t, final, *st)
+}

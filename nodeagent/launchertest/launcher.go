@@ -31,6 +31,7 @@ type Launcher struct {
 	shutdowns []launcherapi.ShutdownRequest
 	kills     int
 
+	dir       string
 	srv       *http.Server
 	served    chan error
 	closeOnce sync.Once
@@ -47,7 +48,7 @@ func Start(dir string) (*Launcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Launcher{served: make(chan error, 1)}
+	l := &Launcher{dir: dir, served: make(chan error, 1)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+launcherapi.PathPing, l.ping)
 	mux.HandleFunc("POST "+launcherapi.PathSync, l.sync)
@@ -98,6 +99,22 @@ func (l *Launcher) Close() error {
 		}
 	})
 	return l.closeErr
+}
+
+// Exit ends the launcher as the real one does when its guest is gone: it stops serving and leaves its
+// final status in launcherapi.ExitFile.
+func (l *Launcher) Exit(final launcherapi.Status) error {
+	if err := l.Close(); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(final)
+	if err != nil {
+		return fmt.Errorf("encode exit status: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(l.dir, launcherapi.ExitFile), raw, 0o644); err != nil {
+		return fmt.Errorf("write exit file: %w", err)
+	}
+	return nil
 }
 
 // SetState scripts the guest: it moves to state with the given reason and message (e.g. Shutoff after a

@@ -1,0 +1,265 @@
+package nodeagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/launcherapi"
+	"github.com/podvirt/podvirt/nodeagent/accel"
+	"github.com/podvirt/podvirt/nodeagent/launcherclient"
+)
+
+// ControllerName is the name the agent's Events and logs carry.
+const ControllerName = "virt-handler"
+
+// defaultGracePeriod is the grace period of an instance that sets none (KubeVirt's default).
+const defaultGracePeriod = int64(30)
+
+// Launcher is what the agent needs of one launcher; launcherclient.Client implements it over the
+// launcher's unix socket.
+type Launcher interface {
+	Status(ctx context.Context) (launcherapi.Status, error)
+	Sync(ctx context.Context, req launcherapi.SyncRequest) (launcherapi.Status, error)
+	Shutdown(ctx context.Context, gracePeriodSeconds int64) error
+	Pause(ctx context.Context) (launcherapi.Status, error)
+	Unpause(ctx context.Context) (launcherapi.Status, error)
+	ExitStatus() (*launcherapi.Status, error)
+}
+
+var _ Launcher = (*launcherclient.Client)(nil)
+
+// LauncherDialer returns the launcher of a launcher Pod on this node.
+type LauncherDialer func(pod *corev1.Pod) Launcher
+
+// KubeletDialer reaches launchers through the kubelet's emptyDir directory under kubeletRoot.
+func KubeletDialer(kubeletRoot string) LauncherDialer {
+	return func(pod *corev1.Pod) Launcher {
+		return launcherclient.New(launcherapi.HostPrivateDir(kubeletRoot, string(pod.UID)))
+	}
+}
+
+// Reconciler drives the instances scheduled on one node.
+type Reconciler struct {
+	// Client reads from the manager's cache (this node's instances and launcher Pods) and writes.
+	Client   client.Client
+	Recorder events.EventRecorder
+	// NodeName is this node.
+	NodeName string
+	// Dial reaches an instance's launcher.
+	Dial LauncherDialer
+	// Accel is how guests run on this node (KVM or emulation).
+	Accel accel.Decision
+	// PollInterval is how often the agent asks a running launcher for its guest's state.
+	PollInterval time.Duration
+	// Triggers carries instances to look at now (after a pause or unpause request).
+	Triggers <-chan event.GenericEvent
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller for this node's instances and their launcher Pods.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("nodeagent-virtualmachineinstance").
+		For(&virtv1.VirtualMachineInstance{}).
+		Owns(&corev1.Pod{})
+	if r.Triggers != nil {
+		b = b.WatchesRawSource(source.Channel(r.Triggers, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
+}
+
+// scope is what one pass fetched and observed.
+type scope struct {
+	vmi      *virtv1.VirtualMachineInstance
+	pod      *corev1.Pod
+	launcher Launcher
+	obs      observation
+}
+
+// Reconcile follows one instance's guest and writes what it observed, once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	vmi := &virtv1.VirtualMachineInstance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.owns(vmi) {
+		return ctrl.Result{}, nil
+	}
+	pod, err := launcherPodOf(ctx, r.Client, r.NodeName, vmi)
+	if err != nil || pod == nil {
+		// No launcher Pod here: the VMI controller fails the instance when its Pod is gone.
+		return ctrl.Result{}, err
+	}
+	s := &scope{vmi: vmi, pod: pod, launcher: r.Dial(pod)}
+	s.obs = observation{pod: pod, accel: decideFor(r.Accel, pod), now: r.now()}
+	orig := vmi.DeepCopy()
+	defer func() {
+		if err := r.writeStatus(ctx, orig, vmi); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+	switch {
+	case vmi.Status.Phase.IsFinal():
+		err = r.observeExit(s)
+	case vmi.DeletionTimestamp != nil:
+		err = r.reconcileDelete(ctx, s)
+	default:
+		err = r.reconcileNormal(ctx, s)
+	}
+	updateStatus(vmi, s.obs)
+	if vmi.Status.Phase.IsFinal() {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.PollInterval}, err
+}
+
+// owns: the instance is on this node and in the agent's hands (Scheduled or Running), or final with
+// the controller's generic reason that the launcher's exit file can make precise.
+func (r *Reconciler) owns(vmi *virtv1.VirtualMachineInstance) bool {
+	if vmi.Status.NodeName != r.NodeName || vmi.Status.LauncherPod == "" {
+		return false
+	}
+	switch vmi.Status.Phase {
+	case virtv1.Scheduled, virtv1.Running:
+		return true
+	case virtv1.Succeeded, virtv1.Failed:
+		return vmi.Status.Reason == controllerReasonPodCompleted || vmi.Status.Reason == controllerReasonPodFailed
+	default:
+		return false
+	}
+}
+
+// launcherPodOf is the instance's launcher Pod (status.launcherPod) if it runs on node, else nil.
+func launcherPodOf(ctx context.Context, c client.Reader, node string, vmi *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+	if vmi.Status.LauncherPod == "" {
+		return nil, nil
+	}
+	pod := &corev1.Pod{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: vmi.Namespace, Name: vmi.Status.LauncherPod}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get launcher pod: %w", err)
+	case pod.Spec.NodeName != node || !metav1.IsControlledBy(pod, vmi):
+		return nil, nil
+	}
+	return pod, nil
+}
+
+// reconcileNormal reads the guest's state and syncs the instance to a launcher that has no guest yet.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
+	st, err := s.launcher.Status(ctx)
+	if err != nil {
+		return r.launcherDown(s, err)
+	}
+	if st.State == launcherapi.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
+		if st, err = r.sync(ctx, s); err != nil {
+			s.obs.syncErr = err
+			r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeWarning, EventSyncFailed, "Sync", "The launcher did not start the guest: %v", err)
+			if permanentSyncError(err) {
+				return nil // the instance fails: nothing to retry
+			}
+			return err
+		}
+	}
+	s.obs.live = &st
+	return nil
+}
+
+// sync hands the instance to the launcher.
+func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherapi.Status, error) {
+	payload := s.vmi.DeepCopy()
+	payload.APIVersion, payload.Kind = virtv1.SchemeGroupVersion.String(), "VirtualMachineInstance"
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return launcherapi.Status{}, fmt.Errorf("encode instance: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Syncing the instance to its launcher", "pod", s.pod.Name, "emulation", s.obs.accel.Emulate)
+	st, err := s.launcher.Sync(ctx, launcherapi.SyncRequest{VMI: raw, Emulation: s.obs.accel.Emulate})
+	if err != nil {
+		return st, fmt.Errorf("sync: %w", err)
+	}
+	return st, nil
+}
+
+// reconcileDelete asks a running guest for an ACPI shutdown within the instance's grace period; the
+// launcher kills it when the period ends. The VMI controller deletes the Pod meanwhile, with a
+// longer grace period, so the guest's own shutdown is what ends it.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+	st, err := s.launcher.Status(ctx)
+	if err != nil {
+		return r.launcherDown(s, err)
+	}
+	if st.State == launcherapi.DomainRunning || st.State == launcherapi.DomainPaused {
+		grace := defaultGracePeriod
+		if g := s.vmi.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = *g
+		}
+		if err := s.launcher.Shutdown(ctx, grace); err != nil {
+			return fmt.Errorf("shut the guest down: %w", err)
+		}
+		r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, EventShuttingDown, "Shutdown",
+			"The instance is being deleted: ACPI shutdown sent, the guest is stopped after %ds", grace)
+		if st, err = s.launcher.Status(ctx); err != nil {
+			return r.launcherDown(s, err)
+		}
+	}
+	s.obs.live = &st
+	return nil
+}
+
+// observeExit reads the launcher's exit file of an instance that already ended.
+func (r *Reconciler) observeExit(s *scope) error {
+	exit, err := s.launcher.ExitStatus()
+	s.obs.exit = exit
+	return err
+}
+
+// launcherDown handles a launcher that did not answer: gone (its exit file tells how the guest
+// ended), not yet up (look again at the next poll), or failing.
+func (r *Reconciler) launcherDown(s *scope, err error) error {
+	if !errors.Is(err, launcherclient.ErrUnreachable) {
+		return fmt.Errorf("launcher status: %w", err)
+	}
+	return r.observeExit(s)
+}
+
+// writeStatus patches the status if it changed (with an optimistic lock: the VMI controller writes
+// the same object) and records the Events the change deserves.
+func (r *Reconciler) writeStatus(ctx context.Context, orig, vmi *virtv1.VirtualMachineInstance) error {
+	if equality.Semantic.DeepEqual(orig.Status, vmi.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, vmi, patch); err != nil {
+		return fmt.Errorf("write instance status: %w", err)
+	}
+	for _, e := range statusEvents(&orig.Status, &vmi.Status) {
+		r.Recorder.Eventf(vmi, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+	}
+	return nil
+}
+
+func (r *Reconciler) now() metav1.Time {
+	if r.Now != nil {
+		return metav1.NewTime(r.Now())
+	}
+	return metav1.Now()
+}

@@ -1,0 +1,121 @@
+package nodeagent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/launcherapi"
+	"github.com/podvirt/podvirt/nodeagent/accel"
+)
+
+// Config is one node agent's configuration. cmd/virt-handler fills it from flags; the integration
+// tests fill it the same way, so they run what ships.
+type Config struct {
+	// NodeName is the node this agent serves (--node-name).
+	NodeName string
+	// PodName is the agent's Pod, the heartbeat lease's holder (--pod-name).
+	PodName string
+	// Namespace holds the heartbeat lease (--namespace).
+	Namespace string
+	// Accel is how guests run on this node: the probe and --use-emulation.
+	Accel accel.Decision
+	// Dial reaches launchers: KubeletDialer(--kubelet-root) in production.
+	Dial LauncherDialer
+	// PollInterval is how often a launcher is asked for its guest's state (--launcher-poll-interval).
+	PollInterval time.Duration
+	// HeartbeatInterval is how often the lease is renewed (heartbeat.RenewInterval).
+	HeartbeatInterval time.Duration
+	// SubresourceAddr is where the pause/unpause server listens (--listen); empty: no server.
+	SubresourceAddr string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Validate reports the first missing or invalid setting, naming its flag.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeName == "":
+		return errors.New("--node-name: required (set NODE_NAME from spec.nodeName)")
+	case c.PodName == "":
+		return errors.New("--pod-name: required (set POD_NAME from metadata.name)")
+	case c.Namespace == "":
+		return errors.New("--namespace: required")
+	case c.Dial == nil:
+		return errors.New("launcher dialer: required (--kubelet-root)")
+	case c.PollInterval <= 0:
+		return fmt.Errorf("--launcher-poll-interval: must be positive, got %s", c.PollInterval)
+	case c.HeartbeatInterval <= 0:
+		return fmt.Errorf("heartbeat interval: must be positive, got %s", c.HeartbeatInterval)
+	}
+	return nil
+}
+
+// CacheOptions limits the manager's cache to this node: instances whose status.nodeName is the
+// node (a field selector the CRD declares selectable) and launcher Pods whose spec.nodeName is.
+func CacheOptions(node string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&virtv1.VirtualMachineInstance{}: {Field: fields.OneTermEqualSelector("status.nodeName", node)},
+		&corev1.Pod{}: {
+			Field: fields.OneTermEqualSelector("spec.nodeName", node),
+			Label: labels.SelectorFromSet(labels.Set{launcherapi.AppLabel: launcherapi.AppLabelValue}),
+		},
+	}}
+}
+
+// ClientOptions keeps Leases and Nodes out of the cache: the agent reads one of each, and its RBAC
+// does not allow listing them cluster-wide.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&coordinationv1.Lease{}, &corev1.Node{}}}}
+}
+
+// Agent is what Setup added to the manager.
+type Agent struct {
+	Reconciler   *Reconciler
+	Heartbeat    *Heartbeat
+	Subresources *SubresourceServer
+}
+
+// Setup adds the reconciler, the heartbeat and (with SubresourceAddr) the subresource server to mgr,
+// whose cache must be set up with CacheOptions and its client with ClientOptions.
+func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	triggers := make(chan event.GenericEvent, 16)
+	a := &Agent{
+		Reconciler: &Reconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
+			Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Triggers: triggers, Now: cfg.Now,
+		},
+		Heartbeat: &Heartbeat{
+			Client: mgr.GetClient(), Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,
+			Interval: cfg.HeartbeatInterval, Now: cfg.Now,
+		},
+	}
+	if err := a.Reconciler.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up instance controller: %w", err)
+	}
+	if err := mgr.Add(a.Heartbeat); err != nil {
+		return nil, fmt.Errorf("add heartbeat: %w", err)
+	}
+	if cfg.SubresourceAddr != "" {
+		a.Subresources = &SubresourceServer{
+			Addr: cfg.SubresourceAddr, Reader: mgr.GetClient(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
+		}
+		if err := mgr.Add(a.Subresources); err != nil {
+			return nil, fmt.Errorf("add subresource server: %w", err)
+		}
+	}
+	return a, nil
+}

@@ -1,0 +1,306 @@
+package nodeagent
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/launcherapi"
+	"github.com/podvirt/podvirt/nodeagent/accel"
+	"github.com/podvirt/podvirt/nodeagent/launcherclient"
+)
+
+// Reasons the agent writes (besides the launcher's own, which it passes on).
+const (
+	// ReasonGuestRunning: Ready=True.
+	ReasonGuestRunning = "GuestRunning"
+	// ReasonGuestPaused: Ready=False while the guest is paused.
+	ReasonGuestPaused = "GuestPaused"
+	// ReasonShuttingDown: Ready=False while the guest shuts down.
+	ReasonShuttingDown = "ShuttingDown"
+	// ReasonPodNotReady: the guest runs but the launcher Pod is not Ready.
+	ReasonPodNotReady = "PodNotReady"
+	// ReasonGuestShutdown is the default reason of Succeeded.
+	ReasonGuestShutdown = "GuestShutdown"
+	// ReasonGuestCrashed is the default reason of Failed after the launcher reported Crashed.
+	ReasonGuestCrashed = "GuestCrashed"
+	// ReasonDomainLost: the launcher of a running guest reports no guest.
+	ReasonDomainLost = "DomainLost"
+	// ReasonSyncFailed: the launcher refused or failed the sync (Synchronized=False; Failed when the
+	// launcher said the instance cannot run at all).
+	ReasonSyncFailed = "SyncFailed"
+
+	// Reasons the VMI controller writes when the launcher Pod ends; the agent replaces them with the
+	// launcher's own account of how the guest ended, when it has one.
+	controllerReasonPodFailed    = "PodFailed"
+	controllerReasonPodCompleted = "PodCompleted"
+)
+
+// observation is what one pass saw of an instance's launcher.
+type observation struct {
+	// pod is the launcher Pod.
+	pod *corev1.Pod
+	// live is the launcher's current status; nil when it did not answer.
+	live *launcherapi.Status
+	// exit is the status the launcher left when it exited (launcherapi.ExitFile); nil while it runs.
+	exit *launcherapi.Status
+	// syncErr is why the sync of this pass failed.
+	syncErr error
+	// accel is how guests of this Pod run (KVM or emulation).
+	accel accel.Decision
+	// now is the pass's time.
+	now metav1.Time
+}
+
+// updateStatus sets the fields the agent owns from what it observed. It never moves an instance
+// backwards and never touches a final instance except to name, from the launcher's exit file, the
+// cause the controller could only call PodFailed/PodCompleted.
+func updateStatus(vmi *virtv1.VirtualMachineInstance, o observation) {
+	st := &vmi.Status
+	if st.Phase.IsFinal() {
+		if o.exit != nil {
+			refineFinal(vmi, *o.exit)
+		}
+		return
+	}
+	switch {
+	case o.syncErr != nil:
+		setSyncFailed(vmi, o.syncErr, o.now)
+	case o.live != nil:
+		applyLive(vmi, *o.live, o)
+	case o.exit != nil:
+		applyEnd(vmi, *o.exit, o.now)
+	}
+}
+
+// applyLive follows a launcher that answers.
+func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherapi.Status, o observation) {
+	st := &vmi.Status
+	switch live.State {
+	case launcherapi.DomainNone:
+		if st.Phase == virtv1.Running {
+			setPhase(vmi, virtv1.Failed, ReasonDomainLost, o.now)
+			setReady(vmi, metav1.ConditionFalse, ReasonDomainLost, "the launcher reports no guest although the guest was running")
+			meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstancePaused)
+		}
+		return
+	case launcherapi.DomainShutoff, launcherapi.DomainCrashed:
+		applyEnd(vmi, live, o.now)
+		return
+	}
+	setPhase(vmi, virtv1.Running, "", o.now)
+	meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstanceSynchronized)
+	setReadyFromGuest(vmi, live.State, podReady(o.pod))
+	setPausedCondition(vmi, live)
+	setEmulationCondition(vmi, o.accel, live.Emulation)
+	st.Interfaces = interfaceStatus(vmi, live.Interfaces, o.pod)
+}
+
+// applyEnd records how the guest ended: Shutoff → Succeeded, Crashed → Failed, each with the
+// launcher's reason. An exit status without a guest (the launcher ended before any sync) says nothing
+// about the guest: the controller fails the instance from its Pod.
+func applyEnd(vmi *virtv1.VirtualMachineInstance, end launcherapi.Status, now metav1.Time) {
+	phase, reason, ok := endPhase(end)
+	if !ok {
+		return
+	}
+	setPhase(vmi, phase, reason, now)
+	setReady(vmi, metav1.ConditionFalse, reason, endMessage(end))
+	meta.RemoveStatusCondition(&vmi.Status.Conditions, virtv1.VirtualMachineInstancePaused)
+}
+
+// endPhase maps a final launcher state to the instance's phase and reason.
+func endPhase(end launcherapi.Status) (virtv1.VirtualMachineInstancePhase, string, bool) {
+	switch end.State {
+	case launcherapi.DomainShutoff:
+		return virtv1.Succeeded, orDefault(end.Reason, ReasonGuestShutdown), true
+	case launcherapi.DomainCrashed:
+		return virtv1.Failed, orDefault(end.Reason, ReasonGuestCrashed), true
+	default:
+		return "", "", false
+	}
+}
+
+// refineFinal replaces the controller's generic PodFailed/PodCompleted with the launcher's reason
+// when both agree on the outcome. The phase (and its transition time) stays as it is.
+func refineFinal(vmi *virtv1.VirtualMachineInstance, end launcherapi.Status) {
+	st := &vmi.Status
+	if st.Reason != controllerReasonPodFailed && st.Reason != controllerReasonPodCompleted {
+		return
+	}
+	phase, reason, ok := endPhase(end)
+	if !ok || phase != st.Phase {
+		return
+	}
+	st.Reason = reason
+	setReady(vmi, metav1.ConditionFalse, reason, endMessage(end))
+}
+
+func endMessage(end launcherapi.Status) string {
+	if end.Message != "" {
+		return end.Message
+	}
+	if end.State == launcherapi.DomainShutoff {
+		return "the guest shut down"
+	}
+	return "the guest stopped unexpectedly"
+}
+
+// setSyncFailed reports a failed sync: Synchronized=False, and Failed when the launcher answered 400
+// (the instance as specified cannot run: retrying cannot help).
+func setSyncFailed(vmi *virtv1.VirtualMachineInstance, err error, now metav1.Time) {
+	msg := err.Error()
+	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+		Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: ReasonSyncFailed,
+		Message: msg, ObservedGeneration: vmi.Generation,
+	})
+	if permanentSyncError(err) {
+		setPhase(vmi, virtv1.Failed, ReasonSyncFailed, now)
+		setReady(vmi, metav1.ConditionFalse, ReasonSyncFailed, msg)
+	}
+}
+
+// permanentSyncError: the launcher refused the instance itself (400 Bad Request).
+func permanentSyncError(err error) bool {
+	var lerr *launcherclient.Error
+	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest
+}
+
+// setPhase moves the instance to phase with reason, recording when the phase was entered.
+func setPhase(vmi *virtv1.VirtualMachineInstance, phase virtv1.VirtualMachineInstancePhase, reason string, now metav1.Time) {
+	st := &vmi.Status
+	if st.Phase != phase {
+		st.Phase = phase
+		st.PhaseTransitionTimestamps = append(st.PhaseTransitionTimestamps, virtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
+	}
+	st.Reason = reason
+}
+
+func setReady(vmi *virtv1.VirtualMachineInstance, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+		Type: virtv1.VirtualMachineInstanceReady, Status: status, Reason: reason, Message: message, ObservedGeneration: vmi.Generation,
+	})
+}
+
+// setReadyFromGuest: Ready=True while the guest runs in a Ready Pod.
+func setReadyFromGuest(vmi *virtv1.VirtualMachineInstance, state launcherapi.DomainState, podReady bool) {
+	switch {
+	case state == launcherapi.DomainPaused:
+		setReady(vmi, metav1.ConditionFalse, ReasonGuestPaused, "the guest is paused")
+	case state == launcherapi.DomainShuttingDown:
+		setReady(vmi, metav1.ConditionFalse, ReasonShuttingDown, "the guest is shutting down")
+	case !podReady:
+		setReady(vmi, metav1.ConditionFalse, ReasonPodNotReady, "the guest runs but the launcher Pod is not Ready")
+	default:
+		setReady(vmi, metav1.ConditionTrue, ReasonGuestRunning, "the guest is running")
+	}
+}
+
+// setPausedCondition: Paused=True with the launcher's reason while the guest is paused; no condition
+// otherwise (as KubeVirt).
+func setPausedCondition(vmi *virtv1.VirtualMachineInstance, live launcherapi.Status) {
+	if live.State != launcherapi.DomainPaused {
+		meta.RemoveStatusCondition(&vmi.Status.Conditions, virtv1.VirtualMachineInstancePaused)
+		return
+	}
+	reason, msg := orDefault(live.Reason, "PausedByUser"), "the guest is paused"
+	if reason == "StartedPaused" {
+		msg = "the guest was started paused (startStrategy: Paused)"
+	}
+	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+		Type: virtv1.VirtualMachineInstancePaused, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: vmi.Generation,
+	})
+}
+
+// setEmulationCondition: SoftwareEmulation=True when the guest runs under emulation (as decided, or
+// as the launcher reports), with a message saying it is slow.
+func setEmulationCondition(vmi *virtv1.VirtualMachineInstance, d accel.Decision, launcherEmulates bool) {
+	if launcherEmulates && !d.Emulate {
+		d = accel.Decision{Emulate: true, Reason: accel.ReasonKVMUnavailable,
+			Message: "the guest runs under software emulation (TCG), which is much slower than hardware virtualization: the launcher could not use KVM"}
+	}
+	status := metav1.ConditionFalse
+	if d.Emulate {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+		Type: virtv1.VirtualMachineInstanceSoftwareEmulation, Status: status, Reason: d.Reason, Message: d.Message, ObservedGeneration: vmi.Generation,
+	})
+}
+
+// interfaceStatus lists the guest's interfaces: those of the spec (or, when it names none, those the
+// launcher reports: the default pod network). Every network is the Pod's, masqueraded, so each
+// interface is reached at the Pod's addresses; the MAC is the launcher's (else the spec's).
+func interfaceStatus(vmi *virtv1.VirtualMachineInstance, live []launcherapi.Interface, pod *corev1.Pod) []virtv1.VirtualMachineInstanceNetworkInterface {
+	macs := map[string]string{}
+	var names []string
+	for _, i := range live {
+		macs[i.Name] = i.MAC
+		names = append(names, i.Name)
+	}
+	if spec := vmi.Spec.Domain.Devices.Interfaces; len(spec) > 0 {
+		names = names[:0]
+		for _, i := range spec {
+			names = append(names, i.Name)
+			if macs[i.Name] == "" {
+				macs[i.Name] = i.MacAddress
+			}
+		}
+	}
+	var ips []string
+	for _, ip := range pod.Status.PodIPs {
+		ips = append(ips, ip.IP)
+	}
+	if len(ips) == 0 && pod.Status.PodIP != "" {
+		ips = []string{pod.Status.PodIP}
+	}
+	out := make([]virtv1.VirtualMachineInstanceNetworkInterface, 0, len(names))
+	for _, name := range names {
+		out = append(out, virtv1.VirtualMachineInstanceNetworkInterface{Name: name, IP: pod.Status.PodIP, IPs: ips, MAC: macs[name]})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// decideFor is how the guest of this Pod runs: emulation when the node decided so, or when the Pod
+// did not get /dev/kvm (the cluster runs guests under emulation, so the controller did not request
+// launcherapi.KVMResource).
+func decideFor(node accel.Decision, pod *corev1.Pod) accel.Decision {
+	if node.Emulate {
+		return node
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name != launcherapi.ComputeContainer {
+			continue
+		}
+		if _, ok := c.Resources.Limits[corev1.ResourceName(launcherapi.KVMResource)]; ok {
+			return node
+		}
+	}
+	return accel.Decision{Emulate: true, Reason: accel.ReasonEmulationConfigured, Message: fmt.Sprintf(
+		"the guest runs under software emulation (TCG), which is much slower than hardware virtualization: the cluster is configured for emulation (the launcher Pod does not request %s)",
+		launcherapi.KVMResource)}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

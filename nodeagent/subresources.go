@@ -1,0 +1,159 @@
+package nodeagent
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/launcherapi"
+	"github.com/podvirt/podvirt/nodeagent/launcherclient"
+)
+
+// Subresource paths the aggregated API server (virt-api) forwards to the agent of an instance's node,
+// as KubeVirt's virt-api does to virt-handler.
+const (
+	PathPause   = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/pause"
+	PathUnpause = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/unpause"
+)
+
+// SubresourceServer serves the pause and unpause subresources of this node's instances over HTTP(S).
+// It acts on the launcher and answers 200 at once; the Paused condition follows through the
+// reconciler, which Triggers wakes for the instance.
+//
+// Authentication is pluggable: with TLSConfig nil and Authorize nil it is unauthenticated, so bind it
+// to the node's address only. virt-api will bring mTLS (TLSConfig with ClientAuth) and Authorize.
+type SubresourceServer struct {
+	// Addr is the listen address (host:port).
+	Addr string
+	// Reader reads instances and launcher Pods (the manager's cache of this node).
+	Reader client.Reader
+	// NodeName is this node: instances elsewhere are not found here.
+	NodeName string
+	// Dial reaches an instance's launcher.
+	Dial LauncherDialer
+	// Triggers receives the instance after a successful call, so its status is written promptly.
+	Triggers chan<- event.GenericEvent
+	// TLSConfig serves HTTPS when set.
+	TLSConfig *tls.Config
+	// Authorize, when set, may refuse a request (403 with its error).
+	Authorize func(r *http.Request) error
+}
+
+// NeedLeaderElection is false: every node agent serves its own node.
+func (s *SubresourceServer) NeedLeaderElection() bool { return false }
+
+// Handler routes the subresource calls.
+func (s *SubresourceServer) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT "+PathPause, func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, Launcher.Pause) })
+	mux.HandleFunc("PUT "+PathUnpause, func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, Launcher.Unpause) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	return mux
+}
+
+// Start serves until ctx ends, then shuts down gracefully.
+func (s *SubresourceServer) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("listen for subresources on %s: %w", s.Addr, err)
+	}
+	if s.TLSConfig != nil {
+		ln = tls.NewListener(ln, s.TLSConfig)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	log.FromContext(ctx).Info("Serving subresources", "address", ln.Addr().String(), "tls", s.TLSConfig != nil, "authenticated", s.Authorize != nil)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve subresources: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutCtx)
+	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
+		err = serveErr
+	}
+	if err != nil {
+		return fmt.Errorf("stop subresource server: %w", err)
+	}
+	return nil
+}
+
+type launcherCall func(Launcher, context.Context) (launcherapi.Status, error)
+
+func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, call launcherCall) {
+	if s.Authorize != nil {
+		if err := s.Authorize(r); err != nil {
+			writeError(w, http.StatusForbidden, err.Error())
+			return
+		}
+	}
+	ctx := r.Context()
+	vmi, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
+	if code != http.StatusOK {
+		writeError(w, code, msg)
+		return
+	}
+	_, err := call(s.Dial(pod), ctx)
+	var lerr *launcherclient.Error
+	switch {
+	case errors.As(err, &lerr) && lerr.StatusCode == http.StatusConflict:
+		writeError(w, http.StatusConflict, lerr.Message)
+		return
+	case errors.Is(err, launcherclient.ErrUnreachable):
+		writeError(w, http.StatusServiceUnavailable, "the instance's launcher does not answer: "+err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	if s.Triggers != nil {
+		select {
+		case s.Triggers <- event.GenericEvent{Object: vmi}:
+		case <-ctx.Done():
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// find returns a running instance of this node and its launcher Pod, or the HTTP status saying why not.
+func (s *SubresourceServer) find(ctx context.Context, ns, name string) (*virtv1.VirtualMachineInstance, *corev1.Pod, int, string) {
+	vmi := &virtv1.VirtualMachineInstance{}
+	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi)
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && vmi.Status.NodeName != s.NodeName:
+		return nil, nil, http.StatusNotFound, fmt.Sprintf("virtualmachineinstance %s/%s is not on node %s", ns, name, s.NodeName)
+	case err != nil:
+		return nil, nil, http.StatusInternalServerError, err.Error()
+	case vmi.Status.Phase != virtv1.Running:
+		return nil, nil, http.StatusConflict, fmt.Sprintf("virtualmachineinstance %s/%s is not running (phase %q)", ns, name, vmi.Status.Phase)
+	}
+	pod, err := launcherPodOf(ctx, s.Reader, s.NodeName, vmi)
+	switch {
+	case err != nil:
+		return nil, nil, http.StatusInternalServerError, err.Error()
+	case pod == nil:
+		return nil, nil, http.StatusNotFound, fmt.Sprintf("virtualmachineinstance %s/%s has no launcher Pod on node %s", ns, name, s.NodeName)
+	}
+	return vmi, pod, http.StatusOK, ""
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"message": msg})
+}
