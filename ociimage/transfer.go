@@ -153,3 +153,37 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 func bytesOpener(b []byte) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 }
+
+// TarballImages returns the name → manifest digest pairs of an image tarball's index, reading only
+// index.json.
+func TarballImages(file string) (map[string]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("image tarball: %w", err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: no index.json (not an OCI image layout)", file)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if filepath.Clean(hdr.Name) != "index.json" {
+			continue
+		}
+		idx, err := v1.ParseIndexManifest(tr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: index.json: %w", file, err)
+		}
+		out := map[string]string{}
+		for _, d := range idx.Manifests {
+			if n := d.Annotations[annotationContainerdName]; n != "" {
+				out[n] = d.Digest.String()
+			}
+		}
+		return out, nil
+	}
+}

@@ -90,7 +90,27 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			return fmt.Errorf("%d leftovers", len(left))
 		},
 	}
-	root.AddCommand(up, down, status, logs, verify, newProvisionerCmd(out))
+	buildPause := &cobra.Command{
+		Use:   "build-pause",
+		Short: "Build the sandbox (pause) image into the image cache",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := localcluster.BuildPauseImage(cmd.Context(), cfg)
+			if err == nil {
+				fmt.Fprintln(out, "wrote", p)
+			}
+			return err
+		},
+	}
+	syncImages := &cobra.Command{
+		Use:   "sync-images FILE.tar...",
+		Short: "Import the image tarballs containerd lacks at the same digest; restart the workloads using them",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			return localcluster.SyncImages(cmd.Context(), cfg, files, out)
+		},
+	}
+	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newProvisionerCmd(out))
 	return root
 }
 

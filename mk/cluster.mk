@@ -1,0 +1,78 @@
+# The local single-node cluster, its images and the e2e tests. See docs/local-cluster.md.
+#
+# Images: every image is an OCI tarball in $(IMAGE_CACHE) named docker.io/podvirt/<name>:dev, built by
+# `go run ./cmd/podvirt-image build` (reproducible: same inputs, same digest). To add one, in your own
+# mk/<area>.mk:
+#
+#   IMAGE_TARGETS += image-foo
+#   .PHONY: image-foo
+#   image-foo:
+#   	$(call go-static,./cmd/foo,$(IMAGE_BUILD)/foo)
+#   	$(PODVIRT_IMAGE) build --name docker.io/podvirt/foo:dev --layer $(IMAGE_BUILD)/foo=/foo --entrypoint /foo --out $(IMAGE_CACHE)/foo.tar
+#
+# `make cluster-sync` (and `make e2e`) then rebuild it, import it when its digest changed and restart
+# the workloads that use it; `make cluster-up` re-imports every cached tarball into a fresh cluster.
+
+CLUSTER_STATE      ?= /var/lib/podvirt-cluster
+CLUSTER_KUBECONFIG ?= $(CLUSTER_STATE)/kubeconfig
+IMAGE_CACHE        ?= $(PODVIRT_CACHE)/images
+IMAGE_BUILD        ?= $(IMAGE_CACHE)/build
+HEAVY              ?= flock /tmp/podvirt-heavy.lock
+PODVIRT_CLUSTER    ?= go run ./cmd/podvirt-cluster
+PODVIRT_IMAGE      ?= go run ./cmd/podvirt-image
+KUBECTL            ?= $(firstword $(wildcard $(PODVIRT_CACHE)/bin/kubernetes-*/kubectl) $(shell command -v kubectl))
+E2E_TIMEOUT        ?= 40m
+
+# $(call go-static,PACKAGE,OUTPUT): a static, reproducible build of a main package.
+go-static = mkdir -p $(dir $(2)) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(2) $(1)
+
+IMAGE_TARGETS += image-e2e-probe
+
+.PHONY: cluster-up cluster-down cluster-status cluster-logs cluster-verify-clean
+cluster-up: ## Start the local single-node cluster (idempotent); prints how to use its kubeconfig
+	$(HEAVY) $(PODVIRT_CLUSTER) up
+
+cluster-down: ## Stop the local cluster and remove everything it created (the image cache stays)
+	$(PODVIRT_CLUSTER) down
+
+cluster-status: ## Show the local cluster's processes and node
+	$(PODVIRT_CLUSTER) status
+
+cluster-logs: ## Print a component's log (COMPONENT=kubelet), or the tail of all
+	$(PODVIRT_CLUSTER) logs $(COMPONENT)
+
+cluster-verify-clean: ## Fail if anything of the local cluster is left on the machine
+	$(PODVIRT_CLUSTER) verify-clean
+
+.PHONY: images-base image-e2e-probe images
+images-base: image-e2e-probe ## Build the pause and e2e probe images and import them (cluster must be up)
+	$(PODVIRT_CLUSTER) build-pause
+	$(PODVIRT_CLUSTER) sync-images $(IMAGE_CACHE)/pause.tar $(IMAGE_CACHE)/e2e-probe.tar
+
+image-e2e-probe:
+	$(call go-static,./tests/e2e/probe,$(IMAGE_BUILD)/e2e-probe)
+	$(PODVIRT_IMAGE) build --name docker.io/podvirt/e2e-probe:dev --layer $(IMAGE_BUILD)/e2e-probe=/probe \
+		--entrypoint /probe --arg sleep --out $(IMAGE_CACHE)/e2e-probe.tar
+
+images: ## Build every image of every area ($(IMAGE_TARGETS))
+	$(HEAVY) $(MAKE) --no-print-directory $(IMAGE_TARGETS)
+
+.PHONY: cluster-ensure-up
+cluster-ensure-up:
+	@if [ -f $(CLUSTER_KUBECONFIG) ] && $(PODVIRT_CLUSTER) status >/dev/null 2>&1 && \
+	    KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) get --raw /readyz >/dev/null 2>&1; then \
+	  echo "cluster is up"; else $(MAKE) --no-print-directory cluster-up; fi
+
+.PHONY: deploy
+deploy: ## Apply install/ (kustomize) to the local cluster, server-side
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -k install/
+
+.PHONY: cluster-sync
+cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed ones, re-apply install/, restart what changed
+	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
+	$(MAKE) --no-print-directory deploy
+
+.PHONY: e2e
+e2e: cluster-ensure-up images ## Bring the cluster up if absent (left up), build+import images, run the e2e tests
+	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(HEAVY) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./tests/...
