@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# Builds the Podvirt demo guest from Debian packages only and caches it by a version key:
+#   ${PODVIRT_CACHE:-/var/cache/podvirt}/guest/<key>/{vmlinuz,initramfs.gz,demo.qcow2,*.tar}
+#
+#   guest/build.sh            build everything (kernel, initramfs, bootable disk, OCI image tarballs)
+#   guest/build.sh kernel     build (or reuse) only the kernel and print its path
+#   guest/build.sh dir        print the output directory of the current sources (built or not)
+#   guest/build.sh import     build, then import both image tarballs into the local cluster
+#
+# Inputs: linux-source-6.1 (kernel built from guest/kernel.config on top of tinyconfig, no modules),
+# busybox-static (the whole userland), syslinux + syslinux-common (MBR and FAT bootloader).
+# Heavy steps run under nice; the kernel build is cached by the linux-source version and config hash.
+set -euo pipefail
+
+GUEST_RELEASE=1.0
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+CACHE=${PODVIRT_CACHE:-/var/cache/podvirt}/guest
+JOBS=${GUEST_JOBS:-2}
+KERNELBOOT_REF=docker.io/podvirt/demo-kernelboot:dev
+CONTAINERDISK_REFS=(docker.io/podvirt/demo-containerdisk:dev docker.io/kubevirt/cirros-container-disk-demo:latest)
+
+log() { printf 'guest: %s\n' "$*" >&2; }
+die() { printf 'guest: error: %s\n' "$*" >&2; exit 1; }
+
+# ensure_tools installs the host tools this build uses, quickly when they are already there.
+ensure_tools() {
+	local missing=() pair
+	for pair in gcc:gcc make:make bc:bc flex:flex bison:bison xz:xz-utils cpio:cpio \
+		mkfs.vfat:dosfstools mcopy:mtools syslinux:syslinux sfdisk:fdisk qemu-img:qemu-utils \
+		genisoimage:genisoimage; do
+		command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+	done
+	[[ -e /usr/include/libelf.h ]] || missing+=(libelf-dev)
+	[[ -e /usr/include/openssl/ssl.h ]] || missing+=(libssl-dev)
+	[[ -d /usr/lib/syslinux/mbr ]] || missing+=(syslinux-common)
+	((${#missing[@]} == 0)) && return 0
+	log "installing ${missing[*]}"
+	flock /var/lib/podvirt-apt.lock apt-get install -y --no-install-recommends "${missing[@]}" >&2
+}
+
+# candidate prints the version apt would download for package $1 (running apt-get update once if needed).
+candidate() {
+	local v
+	v=$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2}')
+	if [[ -z $v || $v == "(none)" ]]; then
+		flock /var/lib/podvirt-apt.lock apt-get update >&2
+		v=$(apt-cache policy "$1" | awk '/Candidate:/ {print $2}')
+	fi
+	[[ -n $v && $v != "(none)" ]] || die "apt has no package $1"
+	printf '%s\n' "$v"
+}
+
+# fetch_deb downloads package $1 at version $2 into the cache (once) and unpacks it; prints the unpack dir.
+fetch_deb() {
+	local pkg=$1 ver=$2 dir="$CACHE/debs/$1_${2//:/%3a}"
+	if [[ ! -e $dir/.unpacked ]]; then
+		rm -rf "$dir" && mkdir -p "$dir/deb" "$dir/root"
+		(cd "$dir/deb" && apt-get -o APT::Sandbox::User=root download "$pkg=$ver" >&2) || die "apt-get download $pkg=$ver"
+		dpkg -x "$dir"/deb/*.deb "$dir/root"
+		rm -rf "$dir/deb"
+		touch "$dir/.unpacked"
+	fi
+	printf '%s\n' "$dir/root"
+}
+
+# kernel builds the bzImage from linux-source with guest/kernel.config; prints the cached bzImage path.
+kernel() {
+	local srcver cfghash out src work
+	srcver=$(candidate linux-source-6.1)
+	cfghash=$(sha256sum "$HERE/kernel.config" | cut -c1-12)
+	out="$CACHE/kernel/${srcver}-${cfghash}"
+	if [[ -e $out/bzImage ]]; then
+		printf '%s\n' "$out/bzImage"
+		return 0
+	fi
+	src=$(fetch_deb linux-source-6.1 "$srcver")
+	work="$CACHE/tmp/kernel-$$"
+	rm -rf "$work" && mkdir -p "$work"
+	log "unpacking linux-source $srcver"
+	tar -C "$work" -xJf "$src"/usr/src/linux-source-6.1.tar.xz
+	local tree="$work/linux-source-6.1"
+	make -s -C "$tree" tinyconfig >&2
+	grep -v '^#' "$HERE/kernel.config" | grep . >>"$tree/.config"
+	make -s -C "$tree" olddefconfig >&2 2>/dev/null
+	local line
+	while read -r line; do
+		grep -qx "$line" "$tree/.config" || die "kernel option $line did not survive olddefconfig"
+	done < <(grep -v '^#' "$HERE/kernel.config" | grep .)
+	log "building kernel $srcver (nice -n 19 make -j$JOBS, several minutes)"
+	local start=$SECONDS
+	KBUILD_BUILD_TIMESTAMP="linux-source $srcver" KBUILD_BUILD_USER=podvirt KBUILD_BUILD_HOST=podvirt \
+		nice -n 19 make -C "$tree" -j"$JOBS" bzImage >"$work/build.log" 2>&1 ||
+		{ tail -40 "$work/build.log" >&2; die "kernel build failed (log: $work/build.log)"; }
+	log "kernel built in $((SECONDS - start)) s"
+	mkdir -p "$out.tmp"
+	cp "$tree/arch/x86/boot/bzImage" "$out.tmp/bzImage"
+	cp "$tree/.config" "$out.tmp/config"
+	make -s -C "$tree" kernelrelease >"$out.tmp/release"
+	rm -rf "$out" && mv "$out.tmp" "$out"
+	rm -rf "$work"
+	printf '%s\n' "$out/bzImage"
+}
+
+# version_key hashes every input of the guest: the build script, kernel config, rootfs files and package versions.
+version_key() {
+	{
+		printf '%s\n' "$GUEST_RELEASE" "$1" "$2" "$3"
+		(cd "$HERE" && find build.sh kernel.config rootfs -type f -print0 | LC_ALL=C sort -z |
+			xargs -0 sha256sum)
+		(cd "$HERE" && find rootfs -perm -u+x -type f | LC_ALL=C sort)
+	} | sha256sum | cut -c1-16
+}
+
+# initramfs packs busybox-static and guest/rootfs into a reproducible gzip'd newc cpio at $2.
+initramfs() {
+	local busybox=$1 out=$2 release=$3 stage
+	stage=$(mktemp -d "$CACHE/tmp/initramfs.XXXXXX")
+	cp -a "$HERE/rootfs/." "$stage/"
+	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,run,tmp,root,var/www}
+	install -m 0755 "$busybox/bin/busybox" "$stage/bin/busybox"
+	ln -s busybox "$stage/bin/sh"
+	mknod -m 600 "$stage/dev/console" c 5 1
+	mknod -m 666 "$stage/dev/null" c 1 3
+	printf '%s\n' "$release" >"$stage/etc/podvirt/release"
+	cat >"$stage/var/www/index.html" <<-EOF
+		<!DOCTYPE html>
+		<html><head><title>Podvirt demo guest</title></head>
+		<body><h1>Podvirt demo guest $release</h1><p>Served by busybox httpd on port 80.</p></body></html>
+	EOF
+	find "$stage" -exec touch -h -d @0 {} +
+	(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
+		cpio --quiet -o -H newc -R 0:0 --reproducible) | gzip -9 -n >"$out"
+	rm -rf "$stage"
+}
+
+# disk builds a bootable raw disk at $3: MBR (syslinux mbr.bin), one active FAT partition holding
+# syslinux, the kernel $1 and the initramfs $2, booting with console=ttyS0; then converts it to qcow2 $4.
+disk() {
+	local kernel=$1 initrd=$2 raw=$3 qcow=$4 part="$3.part"
+	local start=2048 total_mib=64
+	local sectors=$(((total_mib << 11) - start))
+	rm -f "$raw" "$part"
+	truncate -s "$((sectors * 512))" "$part"
+	mkfs.vfat -F 16 -n PODVIRT -i 50D71F7E "$part" >/dev/null
+	local cfg
+	cfg=$(mktemp "$CACHE/tmp/syslinux.XXXXXX")
+	cat >"$cfg" <<-EOF
+		SERIAL 0 115200
+		DEFAULT podvirt
+		PROMPT 0
+		TIMEOUT 0
+		LABEL podvirt
+		  KERNEL /vmlinuz
+		  INITRD /initramfs.gz
+		  APPEND $DISK_KERNEL_ARGS
+	EOF
+	export MTOOLS_SKIP_CHECK=1
+	mmd -i "$part" ::/syslinux
+	mcopy -i "$part" -m "$kernel" ::/vmlinuz
+	mcopy -i "$part" -m "$initrd" ::/initramfs.gz
+	mcopy -i "$part" -m "$cfg" ::/syslinux/syslinux.cfg
+	rm -f "$cfg"
+	syslinux --install --directory /syslinux "$part"
+	truncate -s "$((total_mib << 20))" "$raw"
+	printf 'label: dos\nlabel-id: 0x50d71f7e\nstart=%d, size=%d, type=e, bootable\n' "$start" "$sectors" |
+		sfdisk --quiet "$raw"
+	dd if=/usr/lib/syslinux/mbr/mbr.bin of="$raw" bs=440 count=1 conv=notrunc status=none
+	dd if="$part" of="$raw" bs=1M seek=1 conv=notrunc,sparse status=none
+	rm -f "$part"
+	qemu-img convert -q -c -O qcow2 "$raw" "$qcow"
+	rm -f "$raw"
+}
+
+# Kernel command lines. Direct kernel boot (kernelBoot) gets its kernelArgs from the VMI; the disk's own
+# bootloader uses DISK_KERNEL_ARGS. ttyS0 last makes it /dev/console; tty1 keeps the VNC screen alive.
+DISK_KERNEL_ARGS="console=tty1 console=ttyS0,115200"
+KERNELBOOT_ARGS="console=ttyS0"
+
+# build_all builds (or reuses) everything for the current sources and prints the output directory.
+build_all() {
+	local srcver bbver slver key out bzimage busybox
+	srcver=$(candidate linux-source-6.1)
+	bbver=$(candidate busybox-static)
+	slver=$(candidate syslinux)
+	key=$(version_key "$srcver" "$bbver" "$slver")
+	out="$CACHE/$key"
+	if [[ ! -e $out/.done ]]; then
+		ensure_tools
+		bzimage=$(kernel)
+		busybox=$(fetch_deb busybox-static "$bbver")
+		local release="$GUEST_RELEASE-${key:0:8}"
+		log "building guest $release into $out"
+		mkdir -p "$CACHE/tmp"
+		rm -rf "$out" && mkdir -p "$out"
+		cp "$bzimage" "$out/vmlinuz"
+		cp "$(dirname "$bzimage")/config" "$out/kernel.config"
+		initramfs "$busybox" "$out/initramfs.gz" "$release"
+		disk "$out/vmlinuz" "$out/initramfs.gz" "$out/demo.raw" "$out/demo.qcow2"
+		cat >"$out/guest.env" <<-EOF
+			GUEST_RELEASE=$release
+			GUEST_KERNEL_RELEASE=$(cat "$(dirname "$bzimage")/release")
+			GUEST_LINUX_SOURCE=$srcver
+			GUEST_BUSYBOX=$bbver
+			GUEST_SYSLINUX=$slver
+			GUEST_KERNELBOOT_ARGS="$KERNELBOOT_ARGS"
+			GUEST_DISK_KERNEL_ARGS="$DISK_KERNEL_ARGS"
+		EOF
+		touch "$out/.done"
+		prune "$key"
+	fi
+	images "$out"
+	printf '%s\n' "$out"
+}
+
+# prune removes the outputs of other versions (kernels stay: they take minutes to rebuild).
+prune() {
+	local d
+	for d in "$CACHE"/????????????????; do
+		[[ -d $d && ${d##*/} != "$1" ]] && rm -rf "$d"
+	done
+	return 0
+}
+
+# images packs the OCI image tarballs with cmd/podvirt-image once that tool exists in the repo.
+images() {
+	local out=$1
+	if [[ ! -d $REPO/cmd/podvirt-image ]]; then
+		log "cmd/podvirt-image does not exist yet: no image tarballs (files are in $out)"
+		return 0
+	fi
+	local toolkey
+	toolkey=$(image_tool_key)
+	if [[ ! -e $out/images-$toolkey.done ]]; then
+		log "packing OCI images"
+		(cd "$REPO" && go run ./cmd/podvirt-image build --name "$KERNELBOOT_REF" \
+			--layer "$out/vmlinuz=/boot/vmlinuz" --layer "$out/initramfs.gz=/boot/initramfs.gz" \
+			--out "$out/kernelboot.tar") >&2
+		(cd "$REPO" && go run ./cmd/podvirt-image build --name "${CONTAINERDISK_REFS[0]}" \
+			--name "${CONTAINERDISK_REFS[1]}" --layer "$out/demo.qcow2=/disk/demo.qcow2" \
+			--out "$out/containerdisk.tar") >&2
+		rm -f "$out"/images-*.done
+		touch "$out/images-$toolkey.done"
+	fi
+	log "image $KERNELBOOT_REF: $out/kernelboot.tar"
+	log "image ${CONTAINERDISK_REFS[*]}: $out/containerdisk.tar"
+}
+
+# image_tool_key hashes the Go sources of cmd/podvirt-image and the packages of this module it uses.
+image_tool_key() {
+	(cd "$REPO" && go list -deps -f '{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}' ./cmd/podvirt-image |
+		while read -r d; do find "$d" -maxdepth 1 -name '*.go' ! -name '*_test.go'; done |
+		LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
+}
+
+mkdir -p "$CACHE"
+# One build at a time per cache (the lock fd is not inherited by anything long-lived).
+exec 9>"$CACHE/.lock"
+flock 9
+
+case "${1:-all}" in
+all)
+	build_all
+	;;
+kernel)
+	ensure_tools
+	kernel
+	;;
+dir)
+	printf '%s\n' "$CACHE/$(version_key "$(candidate linux-source-6.1)" "$(candidate busybox-static)" "$(candidate syslinux)")"
+	;;
+import)
+	out=$(build_all)
+	[[ -e $out/kernelboot.tar ]] || die "no image tarballs: cmd/podvirt-image is missing"
+	(cd "$REPO" && go run ./cmd/podvirt-image import "$out/kernelboot.tar" && go run ./cmd/podvirt-image import "$out/containerdisk.tar")
+	;;
+*)
+	die "unknown command ${1} (want: all, kernel, dir, import)"
+	;;
+esac

@@ -1,0 +1,19 @@
+# Demo guest images (guest/build.sh): a tiny kernel from linux-source-6.1, a busybox initramfs, a bootable
+# containerDisk qcow2 and the OCI image tarballs, cached under $(PODVIRT_CACHE)/guest/<version-key>/.
+# See docs/guest-images.md.
+
+.PHONY: guest-images
+guest-images: ## Build (or reuse) the demo guest and its image tarballs; prints the output directory
+	guest/build.sh
+
+.PHONY: guest-kernel
+guest-kernel: ## Build (or reuse) only the demo guest kernel (several minutes the first time)
+	guest/build.sh kernel
+
+.PHONY: guest-images-import
+guest-images-import: ## Import the demo guest images into the local cluster's containerd (cluster must be up)
+	guest/build.sh import
+
+.PHONY: guest-test
+guest-test: guest-images ## Boot both demo guest images under qemu (TCG, 62 MiB) and check banner, user-data, HTTP, disk, ACPI power-off
+	flock /tmp/podvirt-heavy.lock go test -tags guestboot -count=1 -v ./tests/guest/
