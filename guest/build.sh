@@ -98,7 +98,7 @@ kernel() {
 	cp "$tree/.config" "$out.tmp/config"
 	make -s -C "$tree" kernelrelease >"$out.tmp/release"
 	rm -rf "$out" && mv "$out.tmp" "$out"
-	rm -rf "$work"
+	rm -rf "$work" "$(dirname "$src")" # the source package is 139 MB; apt-get download is quick when needed again
 	printf '%s\n' "$out/bzImage"
 }
 
@@ -142,7 +142,9 @@ disk() {
 	local sectors=$(((total_mib << 11) - start))
 	rm -f "$raw" "$part"
 	truncate -s "$((sectors * 512))" "$part"
-	mkfs.vfat -F 16 -n PODVIRT -i 50D71F7E "$part" >/dev/null
+	# Reproducible FAT: fixed volume id and times (mkfs --invariant; mtools, which syslinux also uses, honour SOURCE_DATE_EPOCH).
+	export SOURCE_DATE_EPOCH=946684800 MTOOLS_SKIP_CHECK=1
+	mkfs.vfat --invariant -F 16 -n PODVIRT -i 50D71F7E "$part" >/dev/null
 	local cfg
 	cfg=$(mktemp "$CACHE/tmp/syslinux.XXXXXX")
 	cat >"$cfg" <<-EOF
@@ -155,11 +157,10 @@ disk() {
 		  INITRD /initramfs.gz
 		  APPEND $DISK_KERNEL_ARGS
 	EOF
-	export MTOOLS_SKIP_CHECK=1
 	mmd -i "$part" ::/syslinux
-	mcopy -i "$part" -m "$kernel" ::/vmlinuz
-	mcopy -i "$part" -m "$initrd" ::/initramfs.gz
-	mcopy -i "$part" -m "$cfg" ::/syslinux/syslinux.cfg
+	mcopy -i "$part" "$kernel" ::/vmlinuz
+	mcopy -i "$part" "$initrd" ::/initramfs.gz
+	mcopy -i "$part" "$cfg" ::/syslinux/syslinux.cfg
 	rm -f "$cfg"
 	syslinux --install --directory /syslinux "$part"
 	truncate -s "$((total_mib << 20))" "$raw"
@@ -272,7 +273,7 @@ dir)
 import)
 	out=$(build_all)
 	[[ -e $out/kernelboot.tar ]] || die "no image tarballs: cmd/podvirt-image is missing"
-	(cd "$REPO" && go run ./cmd/podvirt-image import "$out/kernelboot.tar" && go run ./cmd/podvirt-image import "$out/containerdisk.tar")
+	(cd "$REPO" && go run ./cmd/podvirt-image import "$out/kernelboot.tar" "$out/containerdisk.tar")
 	;;
 *)
 	die "unknown command ${1} (want: all, kernel, dir, import)"

@@ -63,26 +63,54 @@ func buildGuest(t *testing.T) guestBuild {
 	return b
 }
 
-// seedISO writes a NoCloud seed (ISO9660, volume id cidata), as the launcher builds it.
-func seedISO(t *testing.T, hostname string) string {
+// seedFiles writes the NoCloud seed files into a fresh directory and returns their paths.
+func seedFiles(t *testing.T, hostname string) []string {
 	t.Helper()
 	dir := t.TempDir()
-	files := map[string]string{
-		"user-data": seedUserData,
-		"meta-data": fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", hostname, hostname),
+	files := []struct{ name, content string }{
+		{"user-data", seedUserData},
+		{"meta-data", fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", hostname, hostname)},
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+	var paths []string
+	for _, f := range files {
+		path := filepath.Join(dir, f.name)
+		if err := os.WriteFile(path, []byte(f.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		paths = append(paths, path)
 	}
+	return paths
+}
+
+// seedISO writes a NoCloud seed as the launcher builds it: ISO9660 with volume id cidata.
+func seedISO(t *testing.T, hostname string) string {
+	t.Helper()
 	iso := filepath.Join(t.TempDir(), "seed.iso")
-	out, err := exec.Command("genisoimage", "-quiet", "-output", iso, "-volid", "cidata", "-joliet", "-rock",
-		filepath.Join(dir, "user-data"), filepath.Join(dir, "meta-data")).CombinedOutput()
-	if err != nil {
+	args := append([]string{"-quiet", "-output", iso, "-volid", "cidata", "-joliet", "-rock"}, seedFiles(t, hostname)...)
+	if out, err := exec.Command("genisoimage", args...).CombinedOutput(); err != nil {
 		t.Fatalf("genisoimage: %v\n%s", err, out)
 	}
 	return iso
+}
+
+// seedVFAT writes a NoCloud seed as a vfat filesystem labelled cidata (the other form NoCloud accepts).
+func seedVFAT(t *testing.T, hostname string) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "seed.vfat")
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.vfat", "-n", "cidata", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.vfat: %v\n%s", err, out)
+	}
+	args := append([]string{"-i", img}, seedFiles(t, hostname)...)
+	if out, err := exec.Command("mcopy", append(args, "::/")...).CombinedOutput(); err != nil {
+		t.Fatalf("mcopy: %v\n%s", err, out)
+	}
+	return img
 }
 
 // scratchDisk creates an empty raw disk the guest formats and writes (what a PVC test will do).
@@ -259,18 +287,26 @@ func checkScratch(t *testing.T, path string) {
 }
 
 // TestKernelBoot boots the kernelBoot pair (/boot/vmlinuz + /boot/initramfs.gz) by direct kernel boot
-// with the documented kernelArgs, as KubeVirt's spec.domain.firmware.kernelBoot does.
+// with the documented kernelArgs, as KubeVirt's spec.domain.firmware.kernelBoot does, once with each
+// form of NoCloud seed.
 func TestKernelBoot(t *testing.T) {
 	b := buildGuest(t)
-	port := freePort(t)
-	scratch := scratchDisk(t)
-	args := machineArgs(port)
-	args = append(args, "-kernel", filepath.Join(b.dir, "vmlinuz"), "-initrd", filepath.Join(b.dir, "initramfs.gz"),
-		"-append", b.env["GUEST_KERNELBOOT_ARGS"], "-no-reboot")
-	args = append(args, virtioDisk("seed", seedISO(t, "kernelboot-vm"), "raw", "cidata", true)...)
-	args = append(args, virtioDisk("scratch", scratch, "raw", "scratch", false)...)
-	exerciseGuest(t, startVM(t, args...), b, "kernelboot-vm", port, scratch,
-		"Command line: "+b.env["GUEST_KERNELBOOT_ARGS"])
+	for _, seed := range []struct {
+		name  string
+		build func(*testing.T, string) string
+	}{{"iso9660-seed", seedISO}, {"vfat-seed", seedVFAT}} {
+		t.Run(seed.name, func(t *testing.T) {
+			port := freePort(t)
+			scratch := scratchDisk(t)
+			args := machineArgs(port)
+			args = append(args, "-kernel", filepath.Join(b.dir, "vmlinuz"), "-initrd", filepath.Join(b.dir, "initramfs.gz"),
+				"-append", b.env["GUEST_KERNELBOOT_ARGS"], "-no-reboot")
+			args = append(args, virtioDisk("seed", seed.build(t, "kernelboot-vm"), "raw", "cidata", true)...)
+			args = append(args, virtioDisk("scratch", scratch, "raw", "scratch", false)...)
+			exerciseGuest(t, startVM(t, args...), b, "kernelboot-vm", port, scratch,
+				"Command line: "+b.env["GUEST_KERNELBOOT_ARGS"])
+		})
+	}
 }
 
 // TestContainerDisk boots the containerDisk's qcow2 through SeaBIOS and syslinux from a copy-on-write
