@@ -17,7 +17,8 @@ CLUSTER_STATE      ?= /var/lib/podvirt-cluster
 CLUSTER_KUBECONFIG ?= $(CLUSTER_STATE)/kubeconfig
 IMAGE_CACHE        ?= $(PODVIRT_CACHE)/images
 IMAGE_BUILD        ?= $(IMAGE_CACHE)/build
-HEAVY              ?= flock /tmp/podvirt-heavy.lock
+# -o: the lock is not inherited by what the command spawns (cluster-up leaves daemons running).
+HEAVY              ?= flock -o /tmp/podvirt-heavy.lock
 PODVIRT_CLUSTER    ?= go run ./cmd/podvirt-cluster
 PODVIRT_IMAGE      ?= go run ./cmd/podvirt-image
 KUBECTL            ?= $(firstword $(wildcard $(PODVIRT_CACHE)/bin/kubernetes-*/kubectl) $(shell command -v kubectl))
