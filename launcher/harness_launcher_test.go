@@ -1,0 +1,324 @@
+//go:build launcher
+
+package launcher_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"libvirt.org/go/libvirtxml"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+// The launcher runs as this uid/gid, like the compute container (KubeVirt's qemu user).
+const podUID = 107
+
+// env is what every test shares: the built binary and the embedded driver's root (its capability
+// cache survives from one launcher to the next, as it would in a Pod's writable layer… or not at all).
+type env struct {
+	bin  string
+	root string
+}
+
+var shared env // set once by TestMain, read-only afterwards
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "launcher integration tests need root (network/PID namespaces, uid switch): run `make launcher-test`")
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "pvl-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	shared.bin = filepath.Join(dir, "virt-launcher")
+	build := exec.Command("go", "build", "-o", shared.bin, "github.com/podvirt/podvirt/cmd/virt-launcher")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build virt-launcher:", err)
+		return 1
+	}
+	shared.root = filepath.Join(dir, "lv")
+	for _, d := range []string{dir, shared.root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := os.Chown(d, podUID, podUID); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// pod is one launcher process in its own network and PID namespaces, as uid 107: PID 1 of its PID
+// namespace like in a container, so qemu dies with it whatever happens.
+type pod struct {
+	t       *testing.T
+	name    string
+	private string
+	cmd     *exec.Cmd
+	stderr  *os.File
+	done    chan struct{} // closed when the launcher has exited; code is set then
+	code    int
+	client  *http.Client
+}
+
+// startPod starts `virt-launcher run` for VMI ns/name with a fresh private dir.
+func startPod(t *testing.T, name string) *pod {
+	t.Helper()
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o777); err != nil { // an emptyDir is world-writable
+		t.Fatal(err)
+	}
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "launcher.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("ip link set lo up && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s",
+		podUID, podUID, shared.bin, name, private, shared.root)
+	cmd := exec.Command("unshare", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &pod{t: t, name: name, private: private, cmd: cmd, stderr: stderr, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		p.code = launcherExitCode(cmd.ProcessState)
+		close(p.done)
+	}()
+	p.client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", filepath.Join(private, launcherapi.CommandSocket))
+		},
+	}}
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill() // --kill-child takes the launcher and, as PID 1, its namespace with it
+			<-p.done
+		}
+		stderr.Close()
+		if t.Failed() {
+			log, _ := os.ReadFile(stderr.Name())
+			t.Logf("launcher log:\n%s", log)
+		}
+	})
+	waitFor(t, 30*time.Second, "the command socket", func() bool {
+		code, _ := p.call(http.MethodGet, launcherapi.PathPing, nil)
+		return code == http.StatusOK
+	})
+	return p
+}
+
+// launcherExitCode is the launcher's exit code as unshare passes it on (it exits with its child's code).
+func launcherExitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// call sends a request; body is JSON-encoded unless it is already []byte.
+func (p *pod) call(method, path string, body any) (int, []byte) {
+	var r io.Reader
+	if body != nil {
+		data, ok := body.([]byte)
+		if !ok {
+			var err error
+			if data, err = json.Marshal(body); err != nil {
+				p.t.Fatal(err)
+			}
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, "http://launcher"+path, r)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// must sends a request and fails the test unless the reply has code; it returns the Status.
+func (p *pod) must(code int, method, path string, body any) launcherapi.Status {
+	p.t.Helper()
+	got, out := p.call(method, path, body)
+	if got != code {
+		p.t.Fatalf("%s %s: %d %s, want %d", method, path, got, out, code)
+	}
+	var st launcherapi.Status
+	_ = json.Unmarshal(out, &st)
+	return st
+}
+
+func (p *pod) status() launcherapi.Status {
+	return p.must(http.StatusOK, http.MethodGet, launcherapi.PathStatus, nil)
+}
+
+func (p *pod) sync(vmi *virtv1.VirtualMachineInstance) launcherapi.Status {
+	p.t.Helper()
+	data, err := json.Marshal(vmi)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return p.must(http.StatusOK, http.MethodPost, launcherapi.PathSync, launcherapi.SyncRequest{VMI: data, Emulation: true})
+}
+
+// waitExit waits for the launcher to exit and returns its code and final status (the exit file).
+func (p *pod) waitExit(timeout time.Duration) (int, launcherapi.Status) {
+	p.t.Helper()
+	select {
+	case <-p.done:
+		code := p.code
+		var st launcherapi.Status
+		data, err := os.ReadFile(filepath.Join(p.private, launcherapi.ExitFile))
+		if err != nil {
+			p.t.Fatalf("launcher exited %d without an exit file: %v", code, err)
+		}
+		if err := json.Unmarshal(data, &st); err != nil {
+			p.t.Fatalf("exit file: %v", err)
+		}
+		return code, st
+	case <-time.After(timeout):
+		p.t.Fatalf("launcher still running after %s (status %+v)", timeout, p.status())
+	}
+	return 0, launcherapi.Status{}
+}
+
+// launcherPID is the launcher's PID as seen from the test (the child of unshare).
+func (p *pod) launcherPID() int {
+	p.t.Helper()
+	pid := p.cmd.Process.Pid
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.Fields(string(data))[0])
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return child
+}
+
+// qemuPID is qemu's PID as seen from the test.
+func (p *pod) qemuPID() int {
+	p.t.Helper()
+	l := p.launcherPID()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", l, l))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(data)) {
+		pid, _ := strconv.Atoi(f)
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); strings.Contains(exe, "qemu-system") {
+			return pid
+		}
+	}
+	p.t.Fatal("no qemu child of the launcher")
+	return 0
+}
+
+// liveDomain is the domain as libvirt runs it: the embedded driver's status file.
+func (p *pod) liveDomain() *libvirtxml.Domain {
+	p.t.Helper()
+	data, err := os.ReadFile(filepath.Join(shared.root, "run", "qemu", "ns_"+p.name+".xml"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	s := string(data)
+	start, end := strings.Index(s, "<domain "), strings.LastIndex(s, "</domain>")
+	if start < 0 || end < 0 {
+		p.t.Fatalf("no <domain> in the status file:\n%s", s)
+	}
+	var d libvirtxml.Domain
+	if err := d.Unmarshal(s[start : end+len("</domain>")]); err != nil {
+		p.t.Fatal(err)
+	}
+	return &d
+}
+
+// dialInPod connects to addr from inside the launcher's network namespace (the Pod's).
+func (p *pod) dialInPod(network, addr string) error {
+	p.t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer self.Close()
+	target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", p.launcherPID()))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		p.t.Fatal(err)
+	}
+	defer func() {
+		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+			panic(err) // a thread left in the wrong namespace must not be reused
+		}
+	}()
+	c, err := net.DialTimeout(network, addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		<-tick.C
+	}
+}
+
+// waitLog waits until the file at path contains want.
+func waitLog(t *testing.T, timeout time.Duration, path, want string) {
+	t.Helper()
+	waitFor(t, timeout, fmt.Sprintf("%q in %s", want, filepath.Base(path)), func() bool {
+		data, _ := os.ReadFile(path)
+		return bytes.Contains(data, []byte(want))
+	})
+}

@@ -1,0 +1,49 @@
+# The launcher: virt-launcher (cgo, libvirt embedded) + container-disk (static), the launcher image
+# docker.io/podvirt/virt-launcher:dev and its tests. See docs/launcher.md.
+#
+#   make launcher-image   build the image into $(IMAGE_CACHE)/virt-launcher.tar (cached by its inputs)
+#   make launcher-test    unit tests + the real integration tests (root, qemu, libvirt) + image smoke test
+
+LAUNCHER_IMAGE ?= docker.io/podvirt/virt-launcher:dev
+# qemu + libvirt's QEMU driver and what the cgo build needs; curl for the image smoke test.
+LAUNCHER_PKGS  := qemu-system-x86 qemu-utils ipxe-qemu seabios libvirt-daemon libvirt-daemon-driver-qemu \
+	libvirt-clients libvirt-dev pkg-config gcc libc6-dev curl util-linux
+LAUNCHER_ROOTFS = $(IMAGE_BUILD)/virt-launcher-rootfs
+IMAGE_TARGETS  += image-virt-launcher
+
+.PHONY: launcher-deps
+launcher-deps: ## Install qemu and libvirt from Debian (quick when already installed)
+	@missing=$$(for p in $(LAUNCHER_PKGS); do dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null | grep -qx installed || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing:" $$missing; \
+	  flock /var/lib/podvirt-apt.lock sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$(echo $$missing)"; fi
+
+.PHONY: launcher-bins
+launcher-bins: launcher-deps
+	mkdir -p $(IMAGE_BUILD)
+	go build -trimpath -ldflags='-s -w -buildid=' -o $(IMAGE_BUILD)/virt-launcher ./cmd/virt-launcher
+	$(call go-static,./cmd/container-disk,$(IMAGE_BUILD)/container-disk)
+
+# The image is rebuilt only when its inputs change: both binaries, the rootfs script and the exact
+# Debian package versions it copies from.
+.PHONY: image-virt-launcher
+image-virt-launcher: launcher-bins
+	@key=$$( { sha256sum $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk launcher/image/rootfs.sh | cut -d' ' -f1; \
+	  dpkg-query -W qemu-system-x86 qemu-utils ipxe-qemu seabios libvirt0 libvirt-daemon-driver-qemu libc6; } | sha256sum | cut -c1-16); \
+	if [ -f $(IMAGE_CACHE)/virt-launcher.tar ] && [ "$$(cat $(IMAGE_BUILD)/virt-launcher.key 2>/dev/null)" = "$$key" ]; then \
+	  echo "virt-launcher image up to date ($$key)"; exit 0; fi; \
+	set -e; launcher/image/rootfs.sh $(LAUNCHER_ROOTFS) $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk; \
+	$(PODVIRT_IMAGE) build --name $(LAUNCHER_IMAGE) --layer $(LAUNCHER_ROOTFS)=/ \
+	  --entrypoint /usr/bin/virt-launcher --user 107:107 --env PATH=/usr/bin --out $(IMAGE_CACHE)/virt-launcher.tar; \
+	echo "$$key" > $(IMAGE_BUILD)/virt-launcher.key; \
+	echo "virt-launcher image: $(IMAGE_CACHE)/virt-launcher.tar $$(du -h $(IMAGE_CACHE)/virt-launcher.tar | cut -f1) (rootfs $$(du -sh $(LAUNCHER_ROOTFS) | cut -f1))"
+
+.PHONY: launcher-image
+launcher-image: ## Build the launcher image into $(IMAGE_CACHE)/virt-launcher.tar (cached by its inputs)
+	$(HEAVY) $(MAKE) --no-print-directory image-virt-launcher
+
+.PHONY: launcher-test
+launcher-test: launcher-deps ## Launcher tests: unit, real integration (root: qemu + libvirt), image smoke boot
+	go test -count=1 ./domainxml/ ./cloudinit/ ./launcher/... ./cmd/container-disk/ ./cmd/virt-launcher/
+	$(HEAVY) go test -tags launcher -count=1 -timeout 15m -v ./launcher/
+	$(MAKE) --no-print-directory launcher-image
+	$(HEAVY) launcher/image/smoke.sh $(LAUNCHER_ROOTFS)
