@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -38,6 +39,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// SubresourceAddr is where the pause/unpause server listens (--listen); empty: no server.
 	SubresourceAddr string
+	// SubresourceListener, when set, serves the subresources instead of listening on SubresourceAddr.
+	SubresourceListener net.Listener
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -109,9 +112,9 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	if err := mgr.Add(a.Heartbeat); err != nil {
 		return nil, fmt.Errorf("add heartbeat: %w", err)
 	}
-	if cfg.SubresourceAddr != "" {
+	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
 		a.Subresources = &SubresourceServer{
-			Addr: cfg.SubresourceAddr, Reader: mgr.GetClient(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
+			Addr: cfg.SubresourceAddr, Listener: cfg.SubresourceListener, Reader: mgr.GetClient(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
 		}
 		if err := mgr.Add(a.Subresources); err != nil {
 			return nil, fmt.Errorf("add subresource server: %w", err)

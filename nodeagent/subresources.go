@@ -37,6 +37,8 @@ const (
 type SubresourceServer struct {
 	// Addr is the listen address (host:port).
 	Addr string
+	// Listener, when set, is used instead of listening on Addr.
+	Listener net.Listener
 	// Reader reads instances and launcher Pods (the manager's cache of this node).
 	Reader client.Reader
 	// NodeName is this node: instances elsewhere are not found here.
@@ -65,9 +67,12 @@ func (s *SubresourceServer) Handler() http.Handler {
 
 // Start serves until ctx ends, then shuts down gracefully.
 func (s *SubresourceServer) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.Addr)
-	if err != nil {
-		return fmt.Errorf("listen for subresources on %s: %w", s.Addr, err)
+	ln := s.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.Addr); err != nil {
+			return fmt.Errorf("listen for subresources on %s: %w", s.Addr, err)
+		}
 	}
 	if s.TLSConfig != nil {
 		ln = tls.NewListener(ln, s.TLSConfig)
@@ -83,7 +88,7 @@ func (s *SubresourceServer) Start(ctx context.Context) error {
 	}
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err = srv.Shutdown(shutCtx)
+	err := srv.Shutdown(shutCtx)
 	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
 		err = serveErr
 	}
