@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/internal/testenv"
+	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
