@@ -1,0 +1,147 @@
+// Command virt-handler is Podvirt's node agent (nodeagent), run as a DaemonSet: it drives the
+// VirtualMachineInstances scheduled on its node through their launchers, renews the node's heartbeat
+// Lease, serves the pause/unpause subresources on --listen, and advertises /dev/kvm (only where KVM
+// is really usable), /dev/net/tun and /dev/vhost-net to the kubelet as a device plugin. Prometheus
+// metrics are on --metrics-bind-address, /healthz and /readyz on --health-probe-bind-address.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/podvirt/podvirt/internal/scheme"
+	"github.com/podvirt/podvirt/launcherapi"
+	"github.com/podvirt/podvirt/nodeagent"
+	"github.com/podvirt/podvirt/nodeagent/accel"
+	"github.com/podvirt/podvirt/nodeagent/deviceplugin"
+	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "virt-handler:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	nodeName, podName, namespace string
+	kubeletRoot, devicePluginDir string
+	devicePlugins                bool
+	deviceCount                  int
+	useEmulation                 bool
+	listen                       string
+	metricsAddr, probeAddr       string
+	pollInterval                 time.Duration
+	zap                          zap.Options
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
+	o := &options{}
+	ns := os.Getenv(heartbeat.NamespaceEnv)
+	if ns == "" {
+		ns = heartbeat.Namespace
+	}
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "node this agent serves (default $NODE_NAME)")
+	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "the agent's Pod name, the heartbeat lease's holder (default $POD_NAME)")
+	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the heartbeat lease (from $"+heartbeat.NamespaceEnv+" when set)")
+	fs.StringVar(&o.kubeletRoot, "kubelet-root", "/var/lib/kubelet", "the kubelet's root directory, where launcher Pods' emptyDir volumes are")
+	fs.StringVar(&o.devicePluginDir, "device-plugin-dir", "", "the kubelet's device plugin directory (default <kubelet-root>/device-plugins)")
+	fs.BoolVar(&o.devicePlugins, "device-plugins", true, "advertise /dev/kvm, /dev/net/tun and /dev/vhost-net to the kubelet")
+	fs.IntVar(&o.deviceCount, "device-count", 110, "how many launcher Pods may share each device")
+	fs.BoolVar(&o.useEmulation, "use-emulation", false, "run guests under software emulation even where KVM is usable (KubeVirt's developerConfiguration.useEmulation)")
+	fs.StringVar(&o.listen, "listen", ":8186", "address of the pause/unpause subresource server (UNAUTHENTICATED: bind it to the node's IP)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8187", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
+	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.devicePluginDir == "" {
+		o.devicePluginDir = filepath.Join(o.kubeletRoot, "device-plugins")
+	}
+	switch {
+	case o.kubeletRoot == "":
+		return nil, errors.New("--kubelet-root: required")
+	case o.listen == "":
+		return nil, errors.New("--listen: required")
+	case o.deviceCount < 1:
+		return nil, fmt.Errorf("--device-count: must be at least 1, got %d", o.deviceCount)
+	}
+	return o, nil
+}
+
+func run(args []string) error {
+	o, err := parseFlags(flag.CommandLine, args)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	log := ctrl.Log.WithName("virt-handler")
+
+	probe := accel.DefaultProbe().Run()
+	decision := accel.Decide(o.useEmulation, probe)
+	log.Info("Acceleration", "kvmUsable", probe.KVMUsable, "why", probe.Why, "emulation", decision.Emulate, "reason", decision.Reason)
+
+	cfg := nodeagent.Config{
+		NodeName: o.nodeName, PodName: o.podName, Namespace: o.namespace, Accel: decision,
+		Dial: nodeagent.KubeletDialer(o.kubeletRoot), PollInterval: o.pollInterval,
+		HeartbeatInterval: heartbeat.RenewInterval, SubresourceAddr: o.listen,
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	restCfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Cache:                  nodeagent.CacheOptions(o.nodeName),
+		Client:                 nodeagent.ClientOptions(),
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	agent, err := nodeagent.Setup(mgr, cfg)
+	if err != nil {
+		return err
+	}
+	if o.devicePlugins {
+		if err := mgr.Add(&deviceplugin.Manager{Dir: o.devicePluginDir, Resources: resources(probe, o.deviceCount)}); err != nil {
+			return fmt.Errorf("add device plugin: %w", err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("heartbeat", agent.Heartbeat.Check); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// resources are the devices to advertise: /dev/kvm only where the probe found KVM usable.
+func resources(probe accel.Result, count int) []deviceplugin.Resource {
+	rs := []deviceplugin.Resource{
+		{Name: launcherapi.TunResource, DevicePath: "/dev/net/tun", Count: count},
+		{Name: launcherapi.VhostNetResource, DevicePath: "/dev/vhost-net", Count: count},
+	}
+	if probe.KVMUsable {
+		rs = append(rs, deviceplugin.Resource{Name: launcherapi.KVMResource, DevicePath: "/dev/kvm", Count: count})
+	}
+	return rs
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/podvirt/podvirt/launcherapi"
+	"github.com/podvirt/podvirt/nodeagent/accel"
+)
+
+func parse(t *testing.T, args ...string) (*options, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("virt-handler", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return parseFlags(fs, args)
+}
+
+func TestFlagDefaults(t *testing.T) {
+	t.Setenv("NODE_NAME", "n1")
+	t.Setenv("POD_NAME", "virt-handler-abcde")
+	t.Setenv("POD_NAMESPACE", "")
+	o, err := parse(t)
+	require.NoError(t, err)
+	assert.Equal(t, "n1", o.nodeName)
+	assert.Equal(t, "virt-handler-abcde", o.podName)
+	assert.Equal(t, "podvirt", o.namespace)
+	assert.Equal(t, "/var/lib/kubelet/device-plugins", o.devicePluginDir)
+	assert.Equal(t, ":8186", o.listen)
+	assert.Equal(t, 110, o.deviceCount)
+	assert.False(t, o.useEmulation)
+
+	t.Setenv("POD_NAMESPACE", "kubevirt")
+	o, err = parse(t, "--kubelet-root=/k", "--use-emulation")
+	require.NoError(t, err)
+	assert.Equal(t, "kubevirt", o.namespace)
+	assert.Equal(t, "/k/device-plugins", o.devicePluginDir)
+	assert.True(t, o.useEmulation)
+}
+
+func TestBadFlagsNameTheFlag(t *testing.T) {
+	_, err := parse(t, "--device-count=0")
+	require.ErrorContains(t, err, "--device-count")
+	_, err = parse(t, "--listen=")
+	require.ErrorContains(t, err, "--listen")
+}
+
+func TestKVMAdvertisedOnlyWhenUsable(t *testing.T) {
+	names := func(probe accel.Result) []string {
+		var out []string
+		for _, r := range resources(probe, 3) {
+			out = append(out, r.Name)
+			assert.Equal(t, 3, r.Count)
+		}
+		return out
+	}
+	assert.NotContains(t, names(accel.Result{Why: "kvm_pvm"}), launcherapi.KVMResource)
+	assert.Contains(t, names(accel.Result{KVMUsable: true}), launcherapi.KVMResource)
+	assert.Contains(t, names(accel.Result{}), launcherapi.TunResource)
+	assert.Contains(t, names(accel.Result{}), launcherapi.VhostNetResource)
+}
