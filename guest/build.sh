@@ -102,6 +102,11 @@ kernel() {
 	printf '%s\n' "$out/bzImage"
 }
 
+# syslinux_version is the installed syslinux (the disk's bootloader comes from the host's packages).
+syslinux_version() {
+	dpkg-query -W -f '${Package}=${Version} ' syslinux syslinux-common
+}
+
 # version_key hashes every input of the guest: the build script, kernel config, rootfs files and package versions.
 version_key() {
 	{
@@ -181,13 +186,13 @@ KERNELBOOT_ARGS="console=ttyS0"
 # build_all builds (or reuses) everything for the current sources and prints the output directory.
 build_all() {
 	local srcver bbver slver key out bzimage busybox
+	ensure_tools
 	srcver=$(candidate linux-source-6.1)
 	bbver=$(candidate busybox-static)
-	slver=$(candidate syslinux)
+	slver=$(syslinux_version)
 	key=$(version_key "$srcver" "$bbver" "$slver")
 	out="$CACHE/$key"
 	if [[ ! -e $out/.done ]]; then
-		ensure_tools
 		bzimage=$(kernel)
 		busybox=$(fetch_deb busybox-static "$bbver")
 		local release="$GUEST_RELEASE-${key:0:8}"
@@ -254,28 +259,36 @@ image_tool_key() {
 		LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 }
 
-mkdir -p "$CACHE"
-# One build at a time per cache (the lock fd is not inherited by anything long-lived).
-exec 9>"$CACHE/.lock"
-flock 9
+# main runs one command; the script ends in one line that calls it, so editing this file while a build
+# runs cannot change what the running build executes next.
+main() {
+	mkdir -p "$CACHE"
+	# One build at a time per cache (the lock fd is not inherited by anything long-lived).
+	exec 9>"$CACHE/.lock"
+	flock 9
 
-case "${1:-all}" in
-all)
-	build_all
-	;;
-kernel)
-	ensure_tools
-	kernel
-	;;
-dir)
-	printf '%s\n' "$CACHE/$(version_key "$(candidate linux-source-6.1)" "$(candidate busybox-static)" "$(candidate syslinux)")"
-	;;
-import)
-	out=$(build_all)
-	[[ -e $out/kernelboot.tar ]] || die "no image tarballs: cmd/podvirt-image is missing"
-	(cd "$REPO" && go run ./cmd/podvirt-image import "$out/kernelboot.tar" "$out/containerdisk.tar")
-	;;
-*)
-	die "unknown command ${1} (want: all, kernel, dir, import)"
-	;;
-esac
+	case "${1:-all}" in
+	all)
+		build_all
+		;;
+	kernel)
+		ensure_tools
+		kernel
+		;;
+	dir)
+		ensure_tools
+		printf '%s\n' "$CACHE/$(version_key "$(candidate linux-source-6.1)" "$(candidate busybox-static)" "$(syslinux_version)")"
+		;;
+	import)
+		local out
+		out=$(build_all)
+		[[ -e $out/kernelboot.tar ]] || die "no image tarballs: cmd/podvirt-image is missing"
+		(cd "$REPO" && go run ./cmd/podvirt-image import "$out/kernelboot.tar" "$out/containerdisk.tar")
+		;;
+	*)
+		die "unknown command ${1} (want: all, kernel, dir, import)"
+		;;
+	esac
+}
+
+main "$@"; exit
