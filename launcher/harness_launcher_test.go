@@ -33,6 +33,7 @@ const podUID = 107
 // env is what every test shares: the built binary and the embedded driver's root (its capability
 // cache survives from one launcher to the next, as it would in a Pod's writable layer… or not at all).
 type env struct {
+	dir  string // owned by the pod user: everything the launcher touches lives below it
 	bin  string
 	root string
 }
@@ -54,6 +55,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	shared.dir = dir
 	shared.bin = filepath.Join(dir, "virt-launcher")
 	build := exec.Command("go", "build", "-o", shared.bin, "github.com/podvirt/podvirt/cmd/virt-launcher")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -91,7 +93,12 @@ type pod struct {
 // startPod starts `virt-launcher run` for VMI ns/name with a fresh private dir.
 func startPod(t *testing.T, name string) *pod {
 	t.Helper()
-	private := t.TempDir()
+	// Not t.TempDir(): its parent is 0700 root, which the pod user cannot enter.
+	private, err := os.MkdirTemp(shared.dir, name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(private) })
 	if err := os.Chmod(private, 0o777); err != nil { // an emptyDir is world-writable
 		t.Fatal(err)
 	}
@@ -122,7 +129,16 @@ func startPod(t *testing.T, name string) *pod {
 		select {
 		case <-p.done:
 		default:
-			_ = cmd.Process.Kill() // --kill-child takes the launcher and, as PID 1, its namespace with it
+			// The launcher is PID 1 of its PID namespace: killing it takes qemu with it. (unshare's
+			// --kill-child does not survive setpriv's uid change, so kill the launcher itself.)
+			if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)); err == nil {
+				for _, f := range strings.Fields(string(data)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			_ = cmd.Process.Kill()
 			<-p.done
 		}
 		stderr.Close()

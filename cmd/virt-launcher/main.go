@@ -18,6 +18,7 @@ import (
 
 	"github.com/podvirt/podvirt/launcher"
 	"github.com/podvirt/podvirt/launcher/consolelog"
+	"github.com/podvirt/podvirt/launcher/pid1"
 	"github.com/podvirt/podvirt/launcherapi"
 )
 
@@ -34,6 +35,15 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if args[0] == "run" && pid1.IsInit() {
+		// PID 1 of the container: be its init (reap libvirt's orphaned qemus) and run the launcher
+		// as a child.
+		code, err := pid1.Run(args)
+		if err != nil {
+			fmt.Fprintln(stderr, "virt-launcher:", err)
+		}
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -33,7 +33,10 @@ closure() {
 
 elfs=(/usr/bin/qemu-system-x86_64 /usr/bin/qemu-img
 	"$libvirt_modules/connection-driver/libvirt_driver_qemu.so"
-	"$libvirt_modules/storage-file/libvirt_storage_file_fs.so")
+	"$libvirt_modules/storage-file/libvirt_storage_file_fs.so"
+	# qemu's TCG accelerator is a module in Debian's build; virtio-vga/gpu need nothing else.
+	/usr/lib/$multiarch/qemu/accel-tcg-x86_64.so
+	/usr/lib/$multiarch/qemu/hw-display-virtio-{gpu,gpu-pci,vga}.so)
 install -m 0755 "$launcher" "$out/usr/bin/virt-launcher"
 install -m 0755 "$containerdisk" "$out/usr/bin/container-disk"
 for f in "${elfs[@]}"; do put "$f"; done

@@ -36,7 +36,10 @@ unshare --mount --net --pid --fork --kill-child sh -c "
 	exec chroot --userspec=107:107 '$rootfs' /usr/bin/virt-launcher run --vmi-name smoke --namespace ns
 " > "$work/launcher.log" 2>&1 &
 pid=$!
-fail() { echo "smoke: $*" >&2; cat "$work/launcher.log" >&2; kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; exit 1; }
+# The launcher is PID 1 of its namespace; unshare ignores SIGTERM and its --kill-child does not survive
+# the uid change, so kill the launcher itself: its namespace goes with it.
+stop() { kill -KILL "$(cat /proc/$pid/task/$pid/children 2>/dev/null)" "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+fail() { echo "smoke: $*" >&2; cat "$work/launcher.log" >&2; stop; exit 1; }
 for _ in $(seq 300); do [ -S "$private/launcher.sock" ] && break; sleep 0.1; done
 [ -S "$private/launcher.sock" ] || fail "no command socket"
 t0=$(date +%s%N)
