@@ -43,8 +43,8 @@ func kernelBootVM(ns, name string, strategy virtv1.VirtualMachineRunStrategy) *v
 					Domain: virtv1.DomainSpec{
 						Resources: virtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64M")}},
 						Firmware: &virtv1.Firmware{KernelBoot: &virtv1.KernelBoot{
-							KernelArgs: "console=ttyS0 lockdown=confidentiality",
-							Container:  &virtv1.KernelBootContainer{Image: framework.Image("demo-kernelboot"), KernelPath: "/boot/vmlinux", InitrdPath: "/boot/initramfs.gz"},
+							KernelArgs: "console=ttyS0",
+							Container:  &virtv1.KernelBootContainer{Image: framework.Image("demo-kernelboot"), KernelPath: "/boot/vmlinuz", InitrdPath: "/boot/initramfs.gz"},
 						}},
 					},
 				},
