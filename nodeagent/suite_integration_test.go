@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,7 +74,13 @@ type agent struct {
 // options) until the test ends or stop is called.
 func (n *node) start(t *testing.T) *agent {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	return n.startAs(t, env.Config)
+}
+
+// startAs runs the agent with the given credentials.
+func (n *node) startAs(t *testing.T, cfg *rest.Config) *agent {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Cache:                  nodeagent.CacheOptions(n.name),
 		Client:                 nodeagent.ClientOptions(),

@@ -1,0 +1,117 @@
+package nodeagent_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/testenv"
+	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+)
+
+// readManifests decodes a multi-document YAML file of the install directory.
+func readManifests(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(testenv.RepoPath("install", "node-agent", name))
+	require.NoError(t, err)
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+}
+
+// TestShippedRBACIsEnough runs the agent as its ServiceAccount, with exactly the RBAC in
+// install/node-agent/rbac.yaml, through a whole guest life: anything missing there fails here.
+func TestShippedRBACIsEnough(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := context.Background()
+	ensureNamespace(t, heartbeat.Namespace)
+	for _, obj := range readManifests(t, "rbac.yaml") {
+		err := e.Client.Create(ctx, obj)
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err, "%s %s", obj.GetKind(), obj.GetName())
+		}
+		t.Cleanup(func() { _ = e.Client.Delete(ctx, obj) })
+	}
+	asAgent := rest.CopyConfig(e.Config)
+	asAgent.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:podvirt:virt-handler"}
+
+	// The impersonation is real: the ServiceAccount may not do what the RBAC does not grant.
+	sa, err := client.New(asAgent, client.Options{Scheme: e.Scheme})
+	require.NoError(t, err)
+	err = sa.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}})
+	require.True(t, apierrors.IsForbidden(err), "deleting pods must be forbidden, got %v", err)
+
+	ns := e.Namespace(t)
+	n := newNode(t, heartbeat.Namespace)
+	nodeObj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}}
+	require.NoError(t, e.Client.Create(ctx, nodeObj))
+	t.Cleanup(func() { _ = e.Client.Delete(ctx, nodeObj) })
+	a := n.startAs(t, asAgent)
+	g := n.scheduleGuest(t, ns, "vm-rbac", nil)
+
+	g.waitPhase(t, virtv1.Running)
+	g.waitEvent(t, "Started")
+	assert.Equal(t, http.StatusOK, put(t, "http://"+a.addr+"/v1/namespaces/"+ns+"/virtualmachineinstances/vm-rbac/pause"))
+	eventually(t, "Paused=True", func() bool {
+		return meta.IsStatusConditionTrue(g.get(t).Status.Conditions, virtv1.VirtualMachineInstancePaused)
+	})
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: heartbeat.Namespace, Name: heartbeat.LeaseName(n.name)}
+	eventually(t, "the lease is renewed", func() bool {
+		return e.Client.Get(ctx, key, lease) == nil && lease.Spec.RenewTime.After(lease.Spec.AcquireTime.Time)
+	})
+	require.Len(t, lease.OwnerReferences, 1, "the agent may read its Node")
+	require.NoError(t, a.Heartbeat.Check(nil))
+}
+
+// TestShippedDaemonSetIsValid creates the DaemonSet (server-side dry run) so the apiserver validates it.
+func TestShippedDaemonSetIsValid(t *testing.T) {
+	e := testenv.Require(t, env)
+	ensureNamespace(t, heartbeat.Namespace)
+	objs := readManifests(t, "daemonset.yaml")
+	require.Len(t, objs, 1)
+	ds := objs[0]
+	assert.Equal(t, "DaemonSet", ds.GetKind())
+	require.NoError(t, e.Client.Create(context.Background(), ds, client.DryRunAll))
+	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	require.Len(t, containers, 1)
+	c := containers[0].(map[string]any)
+	assert.Equal(t, "docker.io/podvirt/virt-handler:dev", c["image"])
+	assert.Equal(t, "IfNotPresent", c["imagePullPolicy"])
+	assert.Contains(t, c["args"], "--listen=$(NODE_IP):8186", "the unauthenticated server binds the node's IP only")
+}
