@@ -165,6 +165,9 @@ func (c Config) cleanNetwork(ctx context.Context, rec hostRecord) error {
 		}
 	}
 	errs = append(errs, deleteChains(ctx, rec.IPTablesChains))
+	if rec.NftTables != nil {
+		errs = append(errs, deleteEmptyIPTablesTables(ctx, rec.NftTables))
+	}
 	for _, t := range ourNftTables(ctx) {
 		if _, err := run(ctx, "nft", "delete", "table", t); err != nil {
 			errs = append(errs, err)
@@ -199,8 +202,8 @@ func ourChain(chain string) bool {
 	return strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-")
 }
 
-// deleteChains flushes and deletes our iptables chains that were not in before (and the rules
-// that jump to them).
+// deleteChains flushes and deletes our iptables and ip6tables chains that were not there before
+// (and the rules that jump to them).
 func deleteChains(ctx context.Context, before []string) error {
 	existed := map[string]bool{}
 	for _, ch := range before {
@@ -210,27 +213,23 @@ func deleteChains(ctx context.Context, before []string) error {
 	if err != nil {
 		return err
 	}
-	var doomed []string
+	var doomed [][3]string // bin, table, chain
 	for _, ch := range now {
-		if _, name, _ := strings.Cut(ch, "/"); ourChain(name) && !existed[ch] {
-			doomed = append(doomed, ch)
+		parts := strings.SplitN(ch, "/", 3)
+		if len(parts) == 3 && ourChain(parts[2]) && !existed[ch] {
+			doomed = append(doomed, [3]string{parts[0], parts[1], parts[2]})
 		}
-	}
-	if len(doomed) == 0 {
-		return nil
 	}
 	// Rules first (they may jump between our chains), then the empty chains.
-	for _, ch := range doomed {
-		table, name, _ := strings.Cut(ch, "/")
-		_, _ = run(ctx, "iptables", "-t", table, "-F", name)
+	for _, d := range doomed {
+		_, _ = run(ctx, d[0], "-t", d[1], "-F", d[2])
 	}
 	var errs []error
-	for _, ch := range doomed {
-		table, name, _ := strings.Cut(ch, "/")
-		if err := deleteJumps(ctx, table, name); err != nil {
+	for _, d := range doomed {
+		if err := deleteJumps(ctx, d[0], d[1], d[2]); err != nil {
 			errs = append(errs, err)
 		}
-		if _, err := run(ctx, "iptables", "-t", table, "-X", name); err != nil {
+		if _, err := run(ctx, d[0], "-t", d[1], "-X", d[2]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -238,8 +237,8 @@ func deleteChains(ctx context.Context, before []string) error {
 }
 
 // deleteJumps removes the rules of table that jump to chain.
-func deleteJumps(ctx context.Context, table, chain string) error {
-	out, err := run(ctx, "iptables", "-t", table, "-S")
+func deleteJumps(ctx context.Context, bin, table, chain string) error {
+	out, err := run(ctx, bin, "-t", table, "-S")
 	if err != nil {
 		return err
 	}
@@ -248,12 +247,44 @@ func deleteJumps(ctx context.Context, table, chain string) error {
 			continue
 		}
 		args := append([]string{"-t", table, "-D"}, strings.Fields(strings.TrimPrefix(rule, "-A "))...)
-		if _, err := run(ctx, "iptables", args...); err != nil {
+		if _, err := run(ctx, bin, args...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// deleteEmptyIPTablesTables removes the iptables-nft tables (ip/ip6 filter, nat, mangle...) that
+// did not exist before Up and hold no rule any more.
+func deleteEmptyIPTablesTables(ctx context.Context, before []string) error {
+	existed := map[string]bool{}
+	for _, t := range before {
+		existed[t] = true
+	}
+	now, err := nftTables(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range now {
+		family, name, _ := strings.Cut(t, " ")
+		bin := map[string]string{"ip": "iptables", "ip6": "ip6tables"}[family]
+		if existed[t] || bin == "" || !iptablesTableNames[name] {
+			continue
+		}
+		rules, err := run(ctx, bin, "-t", name, "-S")
+		if err != nil || strings.Contains(rules, "-A ") || strings.Contains(rules, "-N ") {
+			continue // in use by someone else: keep it
+		}
+		if _, err := run(ctx, "nft", "delete", "table", family, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// iptablesTableNames are the tables iptables-nft creates on first use.
+var iptablesTableNames = map[string]bool{"filter": true, "nat": true, "mangle": true, "raw": true, "security": true}
 
 // ourNftTables lists nftables tables made for the cluster ("family name").
 func ourNftTables(ctx context.Context) []string {

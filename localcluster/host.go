@@ -66,8 +66,10 @@ type hostRecord struct {
 	CreatedPaths []string `json:"createdPaths"`
 	// Sysctls maps the sysctls Up set to their original values.
 	Sysctls map[string]string `json:"sysctls"`
-	// IPTablesChains are the "table/chain" names that existed before (Down keeps those).
+	// IPTablesChains are the "BIN/table/chain" names that existed before (Down keeps those).
 	IPTablesChains []string `json:"iptablesChains"`
+	// NftTables are the "family name" nftables tables that existed before.
+	NftTables []string `json:"nftTables"`
 }
 
 // sysctls the cluster needs: routing between the bridge and the host, and bridged traffic through
@@ -90,7 +92,7 @@ func (c Config) recordHost(ctx context.Context) error {
 	if exists(c.hostRecordPath()) {
 		return nil
 	}
-	rec := hostRecord{Sysctls: map[string]string{}}
+	rec := hostRecord{Sysctls: map[string]string{}, NftTables: []string{}}
 	for _, p := range c.hostPathsWritten() {
 		if !exists(p) {
 			rec.CreatedPaths = append(rec.CreatedPaths, p)
@@ -108,6 +110,11 @@ func (c Config) recordHost(ctx context.Context) error {
 		return err
 	}
 	rec.IPTablesChains = chains
+	tables, err := nftTables(ctx)
+	if err != nil {
+		return err
+	}
+	rec.NftTables = append(rec.NftTables, tables...)
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
@@ -175,21 +182,41 @@ func (c Config) ensureBinaries(ctx context.Context, progress io.Writer) (string,
 	return dir, nil
 }
 
-// iptablesChains lists the "table/chain" names of every iptables table.
+// iptablesBins are the iptables front ends whose chains the kubelet and the CNI plugins create.
+var iptablesBins = []string{"iptables", "ip6tables"}
+
+// iptablesChains lists the "BIN/table/chain" names of every iptables and ip6tables table.
 func iptablesChains(ctx context.Context) ([]string, error) {
-	out, err := run(ctx, "iptables-save")
-	if err != nil {
-		return nil, err
-	}
 	var chains []string
-	table := ""
-	for _, line := range strings.Split(out, "\n") {
-		switch {
-		case strings.HasPrefix(line, "*"):
-			table = line[1:]
-		case strings.HasPrefix(line, ":"):
-			chains = append(chains, table+"/"+strings.Fields(line[1:])[0])
+	for _, bin := range iptablesBins {
+		out, err := run(ctx, bin+"-save")
+		if err != nil {
+			return nil, err
+		}
+		table := ""
+		for _, line := range strings.Split(out, "\n") {
+			switch {
+			case strings.HasPrefix(line, "*"):
+				table = line[1:]
+			case strings.HasPrefix(line, ":"):
+				chains = append(chains, bin+"/"+table+"/"+strings.Fields(line[1:])[0])
+			}
 		}
 	}
 	return chains, nil
+}
+
+// nftTables lists the nftables tables as "family name".
+func nftTables(ctx context.Context) ([]string, error) {
+	out, err := run(ctx, "nft", "list", "tables")
+	if err != nil {
+		return nil, err
+	}
+	var tables []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "table" {
+			tables = append(tables, f[1]+" "+f[2])
+		}
+	}
+	return tables, nil
 }

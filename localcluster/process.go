@@ -40,6 +40,7 @@ func (c Config) start(comp component) error {
 	cmd.Dir = c.StateDir
 	cmd.Env = append(os.Environ(), "PATH="+hostPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	closeInheritedFDs()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", comp.name, err)
 	}
@@ -173,4 +174,19 @@ func execIn(ctx context.Context, dir, name string, args ...string) *exec.Cmd {
 
 func splitLines(s string) []string {
 	return strings.Split(strings.TrimRight(s, "\n"), "\n")
+}
+
+// closeInheritedFDs marks every descriptor above stderr close-on-exec. Descriptors this process
+// inherited (e.g. a flock(1) lock held by whoever ran us) would otherwise pass to the daemons and
+// be held for as long as the cluster runs.
+func closeInheritedFDs() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }

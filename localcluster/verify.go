@@ -37,7 +37,7 @@ func Leftovers(ctx context.Context, c Config) []string {
 	}
 	if chains, err := iptablesChains(ctx); err == nil {
 		for _, ch := range chains {
-			if _, name, _ := strings.Cut(ch, "/"); ourChain(name) {
+			if parts := strings.SplitN(ch, "/", 3); len(parts) == 3 && ourChain(parts[2]) {
 				left = append(left, "iptables chain "+ch)
 			}
 		}

@@ -23,6 +23,8 @@ PODVIRT_CLUSTER    ?= go run ./cmd/podvirt-cluster
 PODVIRT_IMAGE      ?= go run ./cmd/podvirt-image
 KUBECTL            ?= $(firstword $(wildcard $(PODVIRT_CACHE)/bin/kubernetes-*/kubectl) $(shell command -v kubectl))
 E2E_TIMEOUT        ?= 40m
+# What `make deploy` applies: the local-cluster variant of install/ when there is one.
+DEPLOY_KUSTOMIZATION ?= $(if $(wildcard install/local/kustomization.yaml),install/local,install)
 
 # $(call go-static,PACKAGE,OUTPUT): a static, reproducible build of a main package.
 go-static = mkdir -p $(dir $(2)) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(2) $(1)
@@ -65,8 +67,8 @@ cluster-ensure-up:
 	  echo "cluster is up"; else $(MAKE) --no-print-directory cluster-up; fi
 
 .PHONY: deploy
-deploy: ## Apply install/ (kustomize) to the local cluster, server-side
-	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -k install/
+deploy: ## Apply install/local (else install/) with kustomize to the local cluster, server-side
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -k $(DEPLOY_KUSTOMIZATION)
 
 .PHONY: cluster-sync
 cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed ones, re-apply install/, restart what changed
@@ -74,6 +76,7 @@ cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed one
 	$(MAKE) --no-print-directory deploy
 
 .PHONY: e2e
-e2e: cluster-ensure-up images ## Bring the cluster up if absent (left up), build+import images, run the e2e tests
+e2e: cluster-ensure-up images ## Bring the cluster up if absent (left up), build+import images, deploy, run the e2e tests
 	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
+	$(MAKE) --no-print-directory deploy
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(HEAVY) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./tests/...

@@ -145,12 +145,16 @@ func (f *Framework) Eventually(what string, timeout time.Duration, cond func(ctx
 // Poll is Eventually without failing the test: it returns an error after timeout.
 func (f *Framework) Poll(timeout time.Duration, cond func(ctx context.Context) (bool, error)) error {
 	var last error
-	err := wait.PollUntilContextTimeout(f.Context(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(f.Context(), 250*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		// Each observation gets its own deadline, so the last one reports what it saw rather
+		// than the poll's expiry.
+		ctx, cancel := context.WithTimeout(f.Context(), 30*time.Second)
+		defer cancel()
 		ok, err := cond(ctx)
 		if ok {
 			return true, nil
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil {
 			last = err
 		}
 		return false, nil
