@@ -106,7 +106,8 @@ func startPod(t *testing.T, name string) *pod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := fmt.Sprintf("ip link set lo up && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s",
+	// Like the Pod: loopback up, and the safe sysctl that lets the non-root launcher forward ports < 1024.
+	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s",
 		podUID, podUID, shared.bin, name, private, shared.root)
 	cmd := exec.Command("unshare", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
@@ -131,12 +132,8 @@ func startPod(t *testing.T, name string) *pod {
 		default:
 			// The launcher is PID 1 of its PID namespace: killing it takes qemu with it. (unshare's
 			// --kill-child does not survive setpriv's uid change, so kill the launcher itself.)
-			if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)); err == nil {
-				for _, f := range strings.Fields(string(data)) {
-					if pid, err := strconv.Atoi(f); err == nil {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
-					}
-				}
+			for _, pid := range childrenOf(cmd.Process.Pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 			_ = cmd.Process.Kill()
 			<-p.done
@@ -234,31 +231,37 @@ func (p *pod) waitExit(timeout time.Duration) (int, launcherapi.Status) {
 	return 0, launcherapi.Status{}
 }
 
-// launcherPID is the launcher's PID as seen from the test (the child of unshare).
+// childrenOf lists pid's children, whichever of its threads started them (a Go process forks from
+// any thread, and /proc/PID/task/TID/children lists only that thread's).
+func childrenOf(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		data, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(data)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// launcherPID is PID 1 of the launcher's namespace as seen from the test (the child of unshare): the
+// launcher's init, which forwards signals to the launcher and is qemu's parent.
 func (p *pod) launcherPID() int {
 	p.t.Helper()
-	pid := p.cmd.Process.Pid
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		p.t.Fatal(err)
+	kids := childrenOf(p.cmd.Process.Pid)
+	if len(kids) == 0 {
+		p.t.Fatal("unshare has no child")
 	}
-	child, err := strconv.Atoi(strings.Fields(string(data))[0])
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return child
+	return kids[0]
 }
 
 // qemuPID is qemu's PID as seen from the test.
 func (p *pod) qemuPID() int {
 	p.t.Helper()
-	l := p.launcherPID()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", l, l))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	for _, f := range strings.Fields(string(data)) {
-		pid, _ := strconv.Atoi(f)
+	for _, pid := range childrenOf(p.launcherPID()) {
 		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); strings.Contains(exe, "qemu-system") {
 			return pid
 		}
@@ -286,8 +289,9 @@ func (p *pod) liveDomain() *libvirtxml.Domain {
 	return &d
 }
 
-// dialInPod connects to addr from inside the launcher's network namespace (the Pod's).
-func (p *pod) dialInPod(network, addr string) error {
+// dialInPod connects to addr from inside the launcher's network namespace (the Pod's), sends req when
+// it is not empty, and returns what comes back until the peer closes.
+func (p *pod) dialInPod(network, addr, req string) (string, error) {
 	p.t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -304,16 +308,23 @@ func (p *pod) dialInPod(network, addr string) error {
 	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 		p.t.Fatal(err)
 	}
-	defer func() {
-		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-			panic(err) // a thread left in the wrong namespace must not be reused
-		}
-	}()
 	c, err := net.DialTimeout(network, addr, 5*time.Second)
-	if err != nil {
-		return err
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		panic(err) // a thread left in the wrong namespace must not be reused
 	}
-	return c.Close()
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if req == "" {
+		return "", nil
+	}
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		return "", err
+	}
+	out, err := io.ReadAll(c)
+	return string(out), err
 }
 
 // waitFor polls cond until it holds or timeout passes.

@@ -159,7 +159,7 @@ func TestLifecycle(t *testing.T) {
 	checkLiveDomain(t, p)
 	checkDisks(t, p, image)
 	checkVNC(t, p)
-	if err := p.dialInPod("tcp", "127.0.0.1:18080"); err != nil {
+	if _, err := p.dialInPod("tcp", "127.0.0.1:18080", ""); err != nil {
 		t.Errorf("forwarded port 18080 is not reachable in the Pod: %v", err)
 	}
 

@@ -92,12 +92,23 @@ func TestRealGuestKernelBoot(t *testing.T) {
 	if _, err := diskcopy.Copy(filepath.Join(guest, "initramfs.gz"), filepath.Join(kb, launcherapi.KernelBootInitrd)); err != nil {
 		t.Fatal(err)
 	}
+	// The demo guest serves a page on port 80: forward it, masquerade-style, to the Pod's address.
+	v.Spec.Domain.Devices.Interfaces = []virtv1.Interface{{Name: "default", Masquerade: &virtv1.InterfaceMasquerade{}, Ports: []virtv1.Port{{Name: "http", Port: 80}}}}
+	v.Spec.Networks = []virtv1.Network{{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}}}
 	v.Spec.Domain.Firmware.KernelBoot = &virtv1.KernelBoot{KernelArgs: "console=ttyS0", Container: &virtv1.KernelBootContainer{
 		Image: "podvirt/demo-kernel:dev", KernelPath: "/boot/vmlinuz", InitrdPath: "/boot/initramfs.gz"}}
 	t0 := time.Now()
 	p.sync(v)
-	waitLog(t, 90*time.Second, filepath.Join(p.private, launcherapi.SerialLog), "booted")
+	serial := filepath.Join(p.private, launcherapi.SerialLog)
+	waitLog(t, 90*time.Second, serial, "booted")
 	t.Logf("sync → kernelBoot guest booted: %s", time.Since(t0).Round(time.Millisecond))
+	// DHCP from slirp done means acpid and httpd run (they start before it).
+	waitLog(t, 60*time.Second, serial, "eth0 10.0.2.15")
+	page, err := p.dialInPod("tcp", "127.0.0.1:80", "GET / HTTP/1.0\r\n\r\n")
+	if err != nil || !strings.Contains(page, "200 OK") {
+		t.Errorf("guest port 80 through the Pod's port 80: %v %q", err, page)
+	}
+	t.Logf("guest web page through the forwarded port: %.60q", page)
 	d := p.liveDomain()
 	if d.OS.Kernel != filepath.Join(kb, "kernel") || d.OS.Initrd != filepath.Join(kb, "initrd") || d.OS.Cmdline != "console=ttyS0" {
 		t.Errorf("os: kernel %q initrd %q cmdline %q", d.OS.Kernel, d.OS.Initrd, d.OS.Cmdline)
@@ -110,11 +121,11 @@ func TestRealGuestKernelBoot(t *testing.T) {
 
 // mapping is one entry of /proc/PID/smaps.
 type mapping struct {
-	perms      string
-	sizeKB     int64
-	rssKB      int64
-	anonymous  bool
-	pathOrKind string
+	perms  string
+	sizeKB int64
+	rssKB  int64
+	anonKB int64 // private anonymous pages (what the Pod's cgroup is charged for this process alone)
+	path   string
 }
 
 func smaps(t *testing.T, pid int) []mapping {
@@ -130,45 +141,76 @@ func smaps(t *testing.T, pid int) []mapping {
 		fields := strings.Fields(sc.Text())
 		switch {
 		case len(fields) >= 5 && strings.Contains(fields[0], "-") && len(fields[1]) == 4:
-			m := mapping{perms: fields[1], anonymous: len(fields) == 5}
+			m := mapping{perms: fields[1]}
 			if len(fields) > 5 {
-				m.pathOrKind = fields[5]
+				m.path = fields[5]
 			}
 			out = append(out, m)
-		case len(out) > 0 && fields[0] == "Size:":
+		case len(out) == 0 || len(fields) < 2:
+		case fields[0] == "Size:":
 			out[len(out)-1].sizeKB, _ = strconv.ParseInt(fields[1], 10, 64)
-		case len(out) > 0 && fields[0] == "Rss:":
+		case fields[0] == "Rss:":
 			out[len(out)-1].rssKB, _ = strconv.ParseInt(fields[1], 10, 64)
+		case fields[0] == "Anonymous:":
+			out[len(out)-1].anonKB, _ = strconv.ParseInt(fields[1], 10, 64)
 		}
 	}
 	return out
 }
 
-// reportMemory separates the Pod's memory into guest RAM, the emulator's translation cache, qemu's
-// own overhead and the launcher's, and checks the per-VM overhead stays within 80 MiB.
-func reportMemory(t *testing.T, p *pod, guestBytes int64) {
+// podPIDs are the processes of the launcher Pod: PID 1 (the launcher's init), the launcher and qemu.
+func podPIDs(t *testing.T, p *pod) (launcherPIDs []int, qemu int) {
 	t.Helper()
-	var qemuRSS, guestRAM, tcg int64
-	guestKB := guestBytes / 1024
-	for _, m := range smaps(t, p.qemuPID()) {
-		qemuRSS += m.rssKB
-		switch {
-		case m.anonymous && m.sizeKB >= guestKB && m.sizeKB <= guestKB+4096 && guestRAM == 0:
-			guestRAM = m.rssKB // pc.ram: one anonymous mapping of the guest's size (+ alignment)
-		case m.perms == "rwxp":
-			tcg += m.rssKB // TCG's code_gen_buffer: the only writable+executable memory
+	qemu = p.qemuPID()
+	launcherPIDs = []int{p.launcherPID()}
+	for _, pid := range childrenOf(launcherPIDs[0]) {
+		if pid != qemu {
+			launcherPIDs = append(launcherPIDs, pid)
 		}
 	}
-	var launcherRSS int64
-	for _, m := range smaps(t, p.launcherPID()) {
-		launcherRSS += m.rssKB
+	return launcherPIDs, qemu
+}
+
+// reportMemory splits the Pod's memory into guest RAM, the emulator's translation cache, qemu's own
+// memory and the launcher's, and checks the per-VM overhead stays within 80 MiB. Anonymous memory is
+// per VM; file-backed pages (binaries, libraries, firmware) are counted once per file, as the page
+// cache holds them once (and shares them between all launcher Pods of a node using the same image).
+func reportMemory(t *testing.T, p *pod, guestBytes int64) {
+	t.Helper()
+	launcherPIDs, qemu := podPIDs(t, p)
+	files := map[string]int64{}
+	var guestRAM, tcg, qemuAnon, launcherAnon int64
+	guestKB := guestBytes / 1024
+	for _, m := range smaps(t, qemu) {
+		switch {
+		case m.path == "" && m.sizeKB >= guestKB && m.sizeKB <= guestKB+4096 && guestRAM == 0:
+			guestRAM = m.anonKB // pc.ram: one anonymous mapping of the guest's size (+ alignment)
+		case m.perms == "rwxp":
+			tcg += m.anonKB // TCG's code_gen_buffer: the only writable+executable memory
+		default:
+			qemuAnon += m.anonKB
+		}
+		if strings.HasPrefix(m.path, "/") {
+			files[m.path] = max(files[m.path], m.rssKB-m.anonKB)
+		}
 	}
-	qemuOwn := qemuRSS - guestRAM - tcg
-	overhead := launcherRSS + qemuOwn
-	t.Logf("memory (RSS, KiB): launcher %d, qemu %d = guest RAM touched %d + TCG translation cache %d + qemu itself %d",
-		launcherRSS, qemuRSS, guestRAM, tcg, qemuOwn)
-	t.Logf("per-VM overhead beyond the guest (launcher + qemu itself, without guest RAM and TCG): %.1f MiB; with TCG: %.1f MiB",
-		float64(overhead)/1024, float64(overhead+tcg)/1024)
+	for _, pid := range launcherPIDs {
+		for _, m := range smaps(t, pid) {
+			launcherAnon += m.anonKB
+			if strings.HasPrefix(m.path, "/") {
+				files[m.path] = max(files[m.path], m.rssKB-m.anonKB)
+			}
+		}
+	}
+	var fileKB int64
+	for _, kb := range files {
+		fileKB += kb
+	}
+	overhead := launcherAnon + qemuAnon + fileKB
+	t.Logf("memory (KiB): guest RAM touched %d, TCG translation cache %d, qemu's own anonymous %d, launcher anonymous %d (%d processes), mapped files once %d",
+		guestRAM, tcg, qemuAnon, launcherAnon, len(launcherPIDs), fileKB)
+	t.Logf("per-VM overhead beyond guest RAM: %.1f MiB (launcher %.1f + qemu %.1f + files %.1f); TCG adds %.1f MiB",
+		float64(overhead)/1024, float64(launcherAnon)/1024, float64(qemuAnon)/1024, float64(fileKB)/1024, float64(tcg)/1024)
 	if guestRAM == 0 {
 		t.Errorf("no guest RAM mapping of %d KiB found in qemu's smaps", guestKB)
 	}

@@ -47,3 +47,4 @@ launcher-test: launcher-deps ## Launcher tests: unit, real integration (root: qe
 	$(HEAVY) go test -tags launcher -count=1 -timeout 15m -v ./launcher/
 	$(MAKE) --no-print-directory launcher-image
 	$(HEAVY) launcher/image/smoke.sh $(LAUNCHER_ROOTFS)
+

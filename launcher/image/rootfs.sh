@@ -12,7 +12,7 @@ multiarch=x86_64-linux-gnu
 libvirt_modules=/usr/lib/$multiarch/libvirt
 
 rm -rf "$out"
-mkdir -p "$out"/usr/{bin,lib/$multiarch,lib64,share} "$out"/etc "$out"/run "$out"/var/lib
+mkdir -p "$out"/usr/{bin,lib/$multiarch,lib64,share} "$out"/etc "$out"/run "$out"/var/lib "$out"/{proc,sys,dev}
 # Debian 12 is merged-/usr: keep the same layout so the paths compiled into the binaries resolve.
 ln -s usr/bin "$out/bin"
 ln -s usr/bin "$out/sbin"

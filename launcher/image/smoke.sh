@@ -27,9 +27,12 @@ unshare --mount --net --pid --fork --kill-child sh -c "
 	set -e
 	mount --make-rprivate /
 	mount -t tmpfs -o size=64m tmpfs '$rootfs/run'
-	mkdir -p '$rootfs/var/run/podvirt' '$rootfs/proc' '$rootfs/dev'
+	mount -t tmpfs -o size=64m,mode=1777 tmpfs '$rootfs/var/lib/virt-launcher'
+	mount -t tmpfs -o size=64m,mode=1777 tmpfs '$rootfs/tmp'
+	mkdir -p '$rootfs/var/run/podvirt' '$rootfs/proc' '$rootfs/dev' '$rootfs/sys'
 	mount --bind '$private' '$rootfs/var/run/podvirt'
 	mount -t proc proc '$rootfs/proc'
+	mount -t sysfs -o ro sysfs '$rootfs/sys'
 	mount -t tmpfs -o size=1m tmpfs '$rootfs/dev'
 	for d in null zero full random urandom tty; do touch '$rootfs/dev/'\$d; mount --bind /dev/\$d '$rootfs/dev/'\$d; done
 	ip link set lo up
@@ -43,7 +46,8 @@ fail() { echo "smoke: $*" >&2; cat "$work/launcher.log" >&2; stop; exit 1; }
 for _ in $(seq 300); do [ -S "$private/launcher.sock" ] && break; sleep 0.1; done
 [ -S "$private/launcher.sock" ] || fail "no command socket"
 t0=$(date +%s%N)
-out=$(curl -sf --unix-socket "$private/launcher.sock" -X POST -d @"$work/sync.json" http://launcher/v1/sync) || fail "sync: $out"
+out=$(curl -s -w ' HTTP %{http_code}' --unix-socket "$private/launcher.sock" -X POST -d @"$work/sync.json" http://launcher/v1/sync)
+case $out in *"HTTP 200") ;; *) fail "sync: $out" ;; esac
 t1=$(date +%s%N)
 for _ in $(seq 300); do grep -q PODVIRT-BOOT-SECTOR-OK "$private/serial0.log" 2>/dev/null && break; sleep 0.1; done
 grep -q PODVIRT-BOOT-SECTOR-OK "$private/serial0.log" || fail "no guest output on the serial log"
