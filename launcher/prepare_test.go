@@ -1,0 +1,123 @@
+package launcher
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/launcherapi"
+)
+
+func fileFor(path, volume string) domainxml.File {
+	return domainxml.File{Kind: domainxml.FileNoCloud, Path: path, Volume: volume}
+}
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResolveInputs finds what the init containers copied: one image per containerDisk (format by
+// magic), the kernelBoot files under the contract's names or their own base names.
+func TestResolveInputs(t *testing.T) {
+	private := t.TempDir()
+	write(t, filepath.Join(private, launcherapi.DisksDir, "root", "cirros.qcow2"), []byte("QFI\xfb\x00\x00\x00\x03"))
+	write(t, filepath.Join(private, launcherapi.DisksDir, "data", "data.img"), []byte("raw"))
+	write(t, filepath.Join(private, launcherapi.KernelBootDir, launcherapi.KernelBootKernel), []byte("kernel"))
+	write(t, filepath.Join(private, launcherapi.KernelBootDir, "initramfs.gz"), []byte("initrd"))
+	vmi := &virtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: "ns"},
+		Spec: virtv1.VirtualMachineInstanceSpec{
+			Domain: virtv1.DomainSpec{Firmware: &virtv1.Firmware{KernelBoot: &virtv1.KernelBoot{Container: &virtv1.KernelBootContainer{
+				Image: "k", KernelPath: "/boot/vmlinuz", InitrdPath: "/boot/initramfs.gz"}}}},
+			Volumes: []virtv1.Volume{
+				{Name: "root", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "a"}}},
+				{Name: "data", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "b"}}},
+				{Name: "missing", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "c"}}},
+				{Name: "pvc", VolumeSource: virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "x"}}},
+			},
+		},
+	}
+	in, err := resolveInputs(vmi, &Config{PrivateDir: private}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.ContainerDisks["root"]; got.Format != "qcow2" || filepath.Base(got.Path) != "cirros.qcow2" {
+		t.Errorf("root = %+v", got)
+	}
+	if got := in.ContainerDisks["data"]; got.Format != "raw" {
+		t.Errorf("data = %+v", got)
+	}
+	if _, ok := in.ContainerDisks["missing"]; ok {
+		t.Error("an image was found for a volume nothing was copied for")
+	}
+	if filepath.Base(in.Kernel) != launcherapi.KernelBootKernel || filepath.Base(in.Initrd) != "initramfs.gz" || !in.Emulation {
+		t.Errorf("kernel %q initrd %q emulation %v", in.Kernel, in.Initrd, in.Emulation)
+	}
+
+	write(t, filepath.Join(private, launcherapi.DisksDir, "root", "second.img"), []byte("x"))
+	if _, err := resolveInputs(vmi, &Config{PrivateDir: private}, true); err == nil ||
+		!strings.Contains(err.Error(), "spec.volumes[name=root].containerDisk: want exactly one image file") {
+		t.Fatalf("two images for one volume: %v", err)
+	}
+}
+
+// TestPVCImage keeps an existing image and creates a missing one sparse with the volume's free space.
+func TestPVCImage(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "disk.img")
+	if err := ensurePVCImage(img); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() <= 0 || st.Size()%(1<<20) != 0 {
+		t.Fatalf("size %d: want whole MiB of free space", st.Size())
+	}
+	write(t, img, []byte("guest data"))
+	if err := ensurePVCImage(img); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(img); string(data) != "guest data" {
+		t.Fatal("an existing PVC image was replaced")
+	}
+}
+
+// TestSeedFromSecretVolume reads cloud-init data from a mounted secret volume (keys as files,
+// kubelet's ..data entries ignored).
+func TestSeedFromSecretVolume(t *testing.T) {
+	secrets := t.TempDir()
+	write(t, filepath.Join(secrets, "ud", "..2026_11_22", "userdata"), []byte("#!/bin/sh\necho from secret\n"))
+	if err := os.Symlink("..2026_11_22", filepath.Join(secrets, "ud", "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/userdata", filepath.Join(secrets, "ud", "userdata")); err != nil {
+		t.Fatal(err)
+	}
+	vmi := &virtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: "ns"},
+		Spec: virtv1.VirtualMachineInstanceSpec{Volumes: []virtv1.Volume{{Name: "ci", VolumeSource: virtv1.VolumeSource{
+			CloudInitNoCloud: &virtv1.CloudInitNoCloudSource{SecretRef: &corev1.LocalObjectReference{Name: "ud"}}}}}},
+	}
+	iso := filepath.Join(t.TempDir(), "ci.iso")
+	if err := createSeed(vmi, fileFor(iso, "ci"), secrets); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(iso)
+	if err != nil || !strings.Contains(string(data), "echo from secret") {
+		t.Fatalf("seed does not carry the secret's user data: %v", err)
+	}
+}
