@@ -135,10 +135,10 @@ func (c Config) killTasks(ctx context.Context) error {
 	for _, id := range ids {
 		_, _ = run(ctx, "ctr", "-n", "k8s.io", "--address", c.ContainerdSocket(), "tasks", "kill", "-a", "-s", "SIGKILL", id)
 	}
-	return c.waitNoTasksDeleting(ctx, ids)
+	return c.deleteTasksAndWait(ctx, ids)
 }
 
-func (c Config) waitNoTasksDeleting(ctx context.Context, ids []string) error {
+func (c Config) deleteTasksAndWait(ctx context.Context, ids []string) error {
 	for _, id := range ids {
 		_, _ = run(ctx, "ctr", "-n", "k8s.io", "--address", c.ContainerdSocket(), "tasks", "delete", "-f", id)
 	}
