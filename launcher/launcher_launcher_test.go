@@ -98,45 +98,8 @@ func TestLifecycle(t *testing.T) {
 	v.Spec.Domain.Devices.Interfaces = []virtv1.Interface{{Name: "default", Masquerade: &virtv1.InterfaceMasquerade{}, Ports: []virtv1.Port{{Port: 18080}}}}
 	v.Spec.Networks = []virtv1.Network{{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}}}
 
-	// The guest-console-log container, started before the guest exists.
-	var consoleOut bytes.Buffer
-	console := exec.Command(shared.bin, "console-log", "--private-dir", p.private, "--interval", "50ms")
-	console.Stdout = &consoleOut
-	if err := console.Start(); err != nil {
-		t.Fatal(err)
-	}
-	consoleExited := make(chan struct{}) // closed when console-log has exited; consoleErr is set then
-	var consoleErr error
-	go func() {
-		consoleErr = console.Wait()
-		close(consoleExited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-consoleExited:
-		default:
-			_ = console.Process.Kill()
-			<-consoleExited
-		}
-	})
-
-	if st := p.status(); st.State != launcherapi.DomainNone {
-		t.Fatalf("status before sync = %+v", st)
-	}
-	p.must(http.StatusConflict, http.MethodPost, launcherapi.PathPause, nil)
-	bad := v.DeepCopy()
-	bad.Spec.Domain.Devices.Interfaces[0].Masquerade, bad.Spec.Domain.Devices.Interfaces[0].Bridge = nil, &virtv1.InterfaceBridge{}
-	data, _ := json.Marshal(bad)
-	if code, out := p.call(http.MethodPost, launcherapi.PathSync, launcherapi.SyncRequest{VMI: data, Emulation: true}); code != http.StatusBadRequest ||
-		!strings.Contains(string(out), "spec.domain.devices.interfaces[0].bridge") {
-		t.Fatalf("sync with a bridge interface: %d %s", code, out)
-	}
-	other := v.DeepCopy()
-	other.Name = "someone-else"
-	data, _ = json.Marshal(other)
-	if code, out := p.call(http.MethodPost, launcherapi.PathSync, launcherapi.SyncRequest{VMI: data}); code != http.StatusBadRequest {
-		t.Fatalf("sync for another VMI: %d %s", code, out)
-	}
+	console := startConsoleLog(t, p)
+	checkRefusals(t, p, v)
 
 	t0 := time.Now()
 	st := p.sync(v)
@@ -186,15 +149,15 @@ func TestLifecycle(t *testing.T) {
 		t.Error("the containerDisk image was modified")
 	}
 	select {
-	case <-consoleExited:
-		if consoleErr != nil {
-			t.Fatalf("console-log: %v", consoleErr)
+	case <-console.exited:
+		if console.err != nil {
+			t.Fatalf("console-log: %v", console.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("console-log did not end after the launcher")
 	}
-	if !strings.Contains(consoleOut.String(), bootMarker) {
-		t.Fatalf("console-log printed %q", consoleOut.String())
+	if !strings.Contains(console.out.String(), bootMarker) {
+		t.Fatalf("console-log printed %q", console.out.String())
 	}
 }
 
@@ -347,5 +310,59 @@ func TestTerminateBeforeSync(t *testing.T) {
 	}
 	if code, _ := p.waitExit(10 * time.Second); code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// consoleLog is a running `virt-launcher console-log`, the guest-console-log container.
+type consoleLog struct {
+	out    bytes.Buffer
+	exited chan struct{} // closed when it has exited; err is set then
+	err    error
+}
+
+// startConsoleLog starts the guest-console-log container's command on p's private dir.
+func startConsoleLog(t *testing.T, p *pod) *consoleLog {
+	t.Helper()
+	c := &consoleLog{exited: make(chan struct{})}
+	cmd := exec.Command(shared.bin, "console-log", "--private-dir", p.private, "--interval", "50ms")
+	cmd.Stdout = &c.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-c.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-c.exited
+		}
+	})
+	return c
+}
+
+// checkRefusals checks what the launcher refuses before a guest runs: status is empty, pause is 409,
+// a bridge interface and a VMI for another name are 400 naming the problem.
+func checkRefusals(t *testing.T, p *pod, v *virtv1.VirtualMachineInstance) {
+	t.Helper()
+	if st := p.status(); st.State != launcherapi.DomainNone {
+		t.Fatalf("status before sync = %+v", st)
+	}
+	p.must(http.StatusConflict, http.MethodPost, launcherapi.PathPause, nil)
+	bad := v.DeepCopy()
+	bad.Spec.Domain.Devices.Interfaces[0].Masquerade, bad.Spec.Domain.Devices.Interfaces[0].Bridge = nil, &virtv1.InterfaceBridge{}
+	data, _ := json.Marshal(bad)
+	if code, out := p.call(http.MethodPost, launcherapi.PathSync, launcherapi.SyncRequest{VMI: data, Emulation: true}); code != http.StatusBadRequest ||
+		!strings.Contains(string(out), "spec.domain.devices.interfaces[0].bridge") {
+		t.Fatalf("sync with a bridge interface: %d %s", code, out)
+	}
+	other := v.DeepCopy()
+	other.Name = "someone-else"
+	data, _ = json.Marshal(other)
+	if code, out := p.call(http.MethodPost, launcherapi.PathSync, launcherapi.SyncRequest{VMI: data}); code != http.StatusBadRequest {
+		t.Fatalf("sync for another VMI: %d %s", code, out)
 	}
 }
