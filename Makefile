@@ -16,11 +16,16 @@ generate: ## Generate deepcopy code and the CRDs in install/crds from api/
 	go run ./hack/crdversions install/crds
 
 .PHONY: build
-build: ## Build every binary into bin/
+build: deps ## Build every binary into bin/
 	go build -o $(BIN)/ ./cmd/...
 
+.PHONY: deps
+deps: ## Install the Debian packages the build needs (cgo for the launcher: libvirt-dev, pkg-config)
+	@if [ "$$(dpkg-query -W -f='$${Status}\n' libvirt-dev pkg-config gcc 2>/dev/null | grep -c 'ok installed')" != 3 ]; then \
+	  flock /var/lib/podvirt-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libvirt-dev pkg-config gcc'; fi
+
 .PHONY: lint
-lint: ## go vet and gofmt check
+lint: deps ## go vet and gofmt check
 	go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 
@@ -37,7 +42,7 @@ verify-generate: generate ## Fail if generated files are out of date
 	@test -z "$$(git status --porcelain -- api install/crds)" || { git status --porcelain -- api install/crds; echo "generated files changed: run make generate and commit"; exit 1; }
 
 .PHONY: test
-test: lint verify-generate integration ## Everything CI runs
+test: lint verify-generate integration ## Everything CI runs: lint, generated files, unit + integration tests
 
 # Each area keeps its targets in its own file under mk/.
 -include mk/*.mk
