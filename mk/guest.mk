@@ -17,3 +17,13 @@ guest-images-import: ## Import the demo guest images into the local cluster's co
 .PHONY: guest-test
 guest-test: guest-images ## Boot both demo guest images under qemu (TCG, 62 MiB) and check banner, user-data, HTTP, disk, ACPI power-off
 	flock /tmp/podvirt-heavy.lock go test -tags guestboot -count=1 -v ./tests/guest/
+
+# The demo guests as cluster images: make images / cluster-sync / e2e build and import them with the rest.
+IMAGE_TARGETS += image-demo-guests
+
+.PHONY: image-demo-guests
+image-demo-guests:
+	@dir=$$(guest/build.sh | tail -n 1) && mkdir -p $(IMAGE_CACHE) && \
+	  cp --reflink=auto $$dir/kernelboot.tar $(IMAGE_CACHE)/demo-kernelboot.tar && \
+	  cp --reflink=auto $$dir/containerdisk.tar $(IMAGE_CACHE)/demo-containerdisk.tar && \
+	  echo "demo guest images from $$dir"
