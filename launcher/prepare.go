@@ -54,11 +54,18 @@ func resolveInputs(vmi *virtv1.VirtualMachineInstance, cfg *Config, emulation bo
 }
 
 // findImage is the one regular file in dir and its format; an empty Image when dir does not exist.
+// dir may also be the image itself (an init container that ran `container-disk copy SRC
+// disks/<volume>` without a trailing slash, to a path that did not exist yet).
 func findImage(dir string) (domainxml.Image, error) {
-	entries, err := os.ReadDir(dir)
+	st, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return domainxml.Image{}, nil
 	}
+	if err == nil && st.Mode().IsRegular() {
+		format, err := imageFormat(dir)
+		return domainxml.Image{Path: dir, Format: format}, err
+	}
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return domainxml.Image{}, fmt.Errorf("read %s: %w", dir, err)
 	}

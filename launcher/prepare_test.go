@@ -34,6 +34,8 @@ func TestResolveInputs(t *testing.T) {
 	private := t.TempDir()
 	write(t, filepath.Join(private, launcherapi.DisksDir, "root", "cirros.qcow2"), []byte("QFI\xfb\x00\x00\x00\x03"))
 	write(t, filepath.Join(private, launcherapi.DisksDir, "data", "data.img"), []byte("raw"))
+	// `container-disk copy /disk/x.qcow2 .../disks/flat` (no trailing slash): the image is the path itself.
+	write(t, filepath.Join(private, launcherapi.DisksDir, "flat"), []byte("QFI\xfb"))
 	write(t, filepath.Join(private, launcherapi.KernelBootDir, launcherapi.KernelBootKernel), []byte("kernel"))
 	write(t, filepath.Join(private, launcherapi.KernelBootDir, "initramfs.gz"), []byte("initrd"))
 	vmi := &virtv1.VirtualMachineInstance{
@@ -44,6 +46,7 @@ func TestResolveInputs(t *testing.T) {
 			Volumes: []virtv1.Volume{
 				{Name: "root", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "a"}}},
 				{Name: "data", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "b"}}},
+				{Name: "flat", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "d"}}},
 				{Name: "missing", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "c"}}},
 				{Name: "pvc", VolumeSource: virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "x"}}},
 			},
@@ -58,6 +61,9 @@ func TestResolveInputs(t *testing.T) {
 	}
 	if got := in.ContainerDisks["data"]; got.Format != "raw" {
 		t.Errorf("data = %+v", got)
+	}
+	if got := in.ContainerDisks["flat"]; got.Format != "qcow2" || filepath.Base(got.Path) != "flat" {
+		t.Errorf("flat = %+v", got)
 	}
 	if _, ok := in.ContainerDisks["missing"]; ok {
 		t.Error("an image was found for a volume nothing was copied for")
