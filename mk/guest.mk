@@ -19,11 +19,9 @@ guest-test: guest-images ## Boot both demo guest images under qemu (TCG, 62 MiB)
 	flock /tmp/podvirt-heavy.lock go test -tags guestboot -count=1 -v ./tests/guest/
 
 # The demo guests as cluster images: make images / cluster-sync / e2e build and import them with the rest.
-IMAGE_TARGETS += image-demo-guests
+IMAGE_TARGETS += image-demo-kernelboot image-demo-containerdisk
 
-.PHONY: image-demo-guests
-image-demo-guests:
+.PHONY: image-demo-kernelboot image-demo-containerdisk
+image-demo-kernelboot image-demo-containerdisk: image-demo-%:
 	@dir=$$(guest/build.sh | tail -n 1) && mkdir -p $(IMAGE_CACHE) && \
-	  cp --reflink=auto $$dir/kernelboot.tar $(IMAGE_CACHE)/demo-kernelboot.tar && \
-	  cp --reflink=auto $$dir/containerdisk.tar $(IMAGE_CACHE)/demo-containerdisk.tar && \
-	  echo "demo guest images from $$dir"
+	  cp --reflink=auto $$dir/$*.tar $(IMAGE_CACHE)/demo-$*.tar && echo "wrote $(IMAGE_CACHE)/demo-$*.tar"
