@@ -196,6 +196,7 @@ func TestPauseAndUnpauseThroughSubresourceServer(t *testing.T) {
 	url := func(name, verb string) string {
 		return fmt.Sprintf("http://%s/v1/namespaces/%s/virtualmachineinstances/%s/%s", a.addr, ns, name, verb)
 	}
+	assert.Equal(t, http.StatusConflict, put(t, url("vm-pause", "unpause")), "unpausing a running guest is a conflict")
 	assert.Equal(t, http.StatusOK, put(t, url("vm-pause", "pause")))
 	eventually(t, "Paused=True", func() bool {
 		return meta.IsStatusConditionTrue(g.get(t).Status.Conditions, virtv1.VirtualMachineInstancePaused)

@@ -1,6 +1,8 @@
 package nodeagent
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -47,7 +49,7 @@ func statusEvents(before, after *virtv1.VirtualMachineInstanceStatus) []userEven
 	}
 	emu := meta.FindStatusCondition(after.Conditions, virtv1.VirtualMachineInstanceSoftwareEmulation)
 	if emu != nil && emu.Status == "True" && !meta.IsStatusConditionTrue(before.Conditions, virtv1.VirtualMachineInstanceSoftwareEmulation) {
-		out = append(out, userEvent{corev1.EventTypeWarning, EventSoftwareEmulation, "Start", emu.Message})
+		out = append(out, userEvent{corev1.EventTypeWarning, EventSoftwareEmulation, "Start", capitalize(emu.Message)})
 	}
 	return out
 }
@@ -57,4 +59,12 @@ func readyMessage(st *virtv1.VirtualMachineInstanceStatus) string {
 		return c.Message
 	}
 	return ""
+}
+
+// capitalize starts an Event note with a capital letter (condition messages start lower-case).
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -26,6 +27,10 @@ import (
 
 // ControllerName is the name the agent's Events and logs carry.
 const ControllerName = "virt-handler"
+
+// workers is how many instances are reconciled at once: a first sync can take seconds (the launcher
+// prepares disks and starts qemu), and other guests must not wait behind it.
+const workers = 4
 
 // defaultGracePeriod is the grace period of an instance that sets none (KubeVirt's default).
 const defaultGracePeriod = int64(30)
@@ -78,6 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("nodeagent-virtualmachineinstance").
 		For(&virtv1.VirtualMachineInstance{}).
 		Owns(&corev1.Pod{})
+	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.Triggers != nil {
 		b = b.WatchesRawSource(source.Channel(r.Triggers, &handler.EnqueueRequestForObject{}))
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,8 +60,12 @@ func (s *SubresourceServer) NeedLeaderElection() bool { return false }
 // Handler routes the subresource calls.
 func (s *SubresourceServer) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("PUT "+PathPause, func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, Launcher.Pause) })
-	mux.HandleFunc("PUT "+PathUnpause, func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, Launcher.Unpause) })
+	mux.HandleFunc("PUT "+PathPause, func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, launcherapi.DomainPaused, Launcher.Pause)
+	})
+	mux.HandleFunc("PUT "+PathUnpause, func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, launcherapi.DomainRunning, Launcher.Unpause)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
 }
@@ -100,7 +105,9 @@ func (s *SubresourceServer) Start(ctx context.Context) error {
 
 type launcherCall func(Launcher, context.Context) (launcherapi.Status, error)
 
-func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, call launcherCall) {
+// serve moves the instance's guest to state with call; a guest already there is a conflict (as in
+// KubeVirt: "already paused").
+func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state launcherapi.DomainState, call launcherCall) {
 	if s.Authorize != nil {
 		if err := s.Authorize(r); err != nil {
 			writeError(w, http.StatusForbidden, err.Error())
@@ -113,7 +120,15 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, call l
 		writeError(w, code, msg)
 		return
 	}
-	_, err := call(s.Dial(pod), ctx)
+	l := s.Dial(pod)
+	st, err := l.Status(ctx)
+	if err == nil && st.State == state {
+		writeError(w, http.StatusConflict, fmt.Sprintf("virtualmachineinstance %s/%s is already %s", vmi.Namespace, vmi.Name, strings.ToLower(string(state))))
+		return
+	}
+	if err == nil {
+		_, err = call(l, ctx)
+	}
 	var lerr *launcherclient.Error
 	switch {
 	case errors.As(err, &lerr) && lerr.StatusCode == http.StatusConflict:
