@@ -42,7 +42,17 @@ verify-generate: generate ## Fail if generated files are out of date
 	@test -z "$$(git status --porcelain -- api install/crds)" || { git status --porcelain -- api install/crds; echo "generated files changed: run make generate and commit"; exit 1; }
 
 .PHONY: test
-test: lint verify-generate integration ## Everything CI runs: lint, generated files, unit + integration tests
+test: lint verify-generate integration launcher-test guest-test e2e-ci ## Everything CI runs: lint, generated files, unit, integration, launcher and guest boots, e2e on the local cluster
+
+# e2e-ci runs the e2e tests on the local cluster, bringing it up when absent; a cluster it brought up
+# it also takes down (even when the tests fail) and checks that nothing is left on the machine.
+.PHONY: e2e-ci
+e2e-ci:
+	@was_up=0; [ -f $(CLUSTER_KUBECONFIG) ] && $(PODVIRT_CLUSTER) status >/dev/null 2>&1 && was_up=1; \
+	rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
+	if [ $$was_up = 0 ]; then \
+	  $(MAKE) --no-print-directory cluster-down && $(MAKE) --no-print-directory cluster-verify-clean || rc=1; \
+	fi; exit $$rc
 
 # Each area keeps its targets in its own file under mk/.
 -include mk/*.mk
