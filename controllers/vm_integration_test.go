@@ -426,3 +426,19 @@ func TestInstanceWithoutMemoryFailsNamingTheField(t *testing.T) {
 	})
 	assert.Nil(t, launcherPod(t, instance(t, ns, "nomem")))
 }
+
+func TestPodOfAFinishedInstanceIsDeleted(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	startControllers(t, ns)
+	vm := newVM(ns, "bare", virtv1.RunStrategyManual)
+	v := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bare"}, Spec: vm.Spec.Template.Spec}
+	require.NoError(t, e.Client.Create(context.Background(), v))
+	runPod(t, v, "node-a")
+	eventually(t, "scheduled", func() bool { return instance(t, ns, "bare").Status.Phase == virtv1.Scheduled })
+	setInstancePhase(t, ns, "bare", virtv1.Failed) // the node agent could not start the guest
+	eventually(t, "launcher pod deleted", func() bool {
+		p := launcherPod(t, v)
+		return p == nil || p.DeletionTimestamp != nil
+	})
+}

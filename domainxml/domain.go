@@ -176,17 +176,26 @@ func guestMemory(spec *virtv1.DomainSpec) (int64, error) {
 	return 0, errors.New("spec.domain.resources.requests.memory: required (or spec.domain.memory.guest)")
 }
 
-// setFirmware sets the domain UUID and the SMBIOS system entries the guest reads.
+// setFirmware sets the domain UUID and the SMBIOS system entries the guest reads. The UUID is
+// spec.domain.firmware.uuid (a VirtualMachine's controller derives a stable one); a bare instance
+// without one gets its own metadata.uid.
 func setFirmware(dom *libvirtxml.Domain, vmi *virtv1.VirtualMachineInstance) error {
 	fw := vmi.Spec.Domain.Firmware
-	if fw == nil || fw.UUID == "" {
-		return errors.New("spec.domain.firmware.uuid: required (the controller sets it)")
+	if fw == nil {
+		fw = &virtv1.Firmware{}
 	}
-	dom.UUID = string(fw.UUID)
+	id := string(fw.UUID)
+	if id == "" {
+		id = string(vmi.UID)
+	}
+	if id == "" {
+		return errors.New("spec.domain.firmware.uuid: required when the instance has no metadata.uid")
+	}
+	dom.UUID = id
 	entries := []libvirtxml.DomainSysInfoEntry{
 		{Name: "manufacturer", Value: "Podvirt"},
 		{Name: "product", Value: "None"},
-		{Name: "uuid", Value: string(fw.UUID)},
+		{Name: "uuid", Value: id},
 		{Name: "family", Value: "Podvirt"},
 	}
 	if fw.Serial != "" {

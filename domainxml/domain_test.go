@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"libvirt.org/go/libvirtxml"
 	"sigs.k8s.io/yaml"
@@ -177,8 +178,9 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"no memory", "vm-cirros", cirros, func(v *virtv1.VirtualMachineInstance) {
 			v.Spec.Domain.Resources.Requests = nil
 		}, "spec.domain.resources.requests.memory: required"},
-		{"no firmware uuid", "vm-cirros", cirros, func(v *virtv1.VirtualMachineInstance) {
+		{"no firmware uuid and no uid", "vm-cirros", cirros, func(v *virtv1.VirtualMachineInstance) {
 			v.Spec.Domain.Firmware = nil
+			v.UID = ""
 		}, "spec.domain.firmware.uuid: required"},
 		{"kernel not copied", "kernelboot", domainxml.Inputs{}, nil,
 			"spec.domain.firmware.kernelBoot.container.kernelPath: /boot/vmlinux was not copied into /var/run/podvirt/kernelboot"},
@@ -227,5 +229,19 @@ func TestMetadataCarriesIdentity(t *testing.T) {
 	}
 	if md.UID != "6f1c9d2e-0000-4000-8000-000000000004" || len(md.Ports) != 2 || md.Ports[0].Port != 80 {
 		t.Fatalf("metadata = %+v", md)
+	}
+}
+
+// A bare instance (no VirtualMachine set a firmware UUID) is its own UUID.
+func TestBareInstanceUsesItsUID(t *testing.T) {
+	v := &virtv1.VirtualMachineInstance{}
+	v.UID = "0f5d1b1e-8f2c-4c43-9b8e-1d2c3b4a5f60"
+	v.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64M")}
+	plan, err := domainxml.Build(v, domainxml.Inputs{PrivateDir: privateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Domain.UUID != "0f5d1b1e-8f2c-4c43-9b8e-1d2c3b4a5f60" {
+		t.Fatalf("domain UUID %q is not the instance's UID", plan.Domain.UUID)
 	}
 }

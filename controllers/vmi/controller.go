@@ -84,7 +84,7 @@ func (r *Reconciler) now() metav1.Time {
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
 	if vmi.Status.Phase.IsFinal() {
-		return nil
+		return r.stopFinishedPod(ctx, vmi)
 	}
 	pod, err := r.launcherPod(ctx, vmi, vmi.Status.Phase != "" && vmi.Status.Phase != virtv1.Pending)
 	if err != nil {
@@ -96,6 +96,21 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMac
 		}
 	}
 	observePod(vmi, pod, r.now())
+	return nil
+}
+
+// stopFinishedPod deletes the launcher Pod of a final instance if it still runs (e.g. the guest
+// never started): no guest will ever run in it again. A completed Pod is kept for its logs.
+func (r *Reconciler) stopFinishedPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
+	pod, err := r.launcherPod(ctx, vmi, false)
+	if err != nil || pod == nil || pod.DeletionTimestamp != nil ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return err
+	}
+	if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete launcher pod of a finished instance: %w", err)
+	}
+	r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted virtual machine pod %s: the instance is %s", pod.Name, vmi.Status.Phase)
 	return nil
 }
 
