@@ -1,0 +1,11 @@
+# Node-side performance figures on the local cluster (docs/performance.md): VMI vs Pod create →
+# Running, time to the guest's first console line, launcher Pod memory. Prints figures, asserts none.
+# Needs Podvirt deployed with its images imported (`make e2e` or `make cluster-sync` once).
+# BENCH_SAMPLES (default 20) of each kind one at a time, then BENCH_BURST (default BENCH_SAMPLES)
+# created at once (0 skips that). Runs under the heavy lock so other builds do not distort it.
+BENCH_TIMEOUT ?= 30m
+
+.PHONY: bench-vms
+bench-vms: cluster-ensure-up ## Measure VM start, first console line and per-VM memory on the local cluster; prints figures
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(HEAVY) go test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) \
+		-run '^$$' -bench BenchmarkNodeSide -benchtime 1x ./tests/bench/

@@ -1,0 +1,240 @@
+//go:build bench
+
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// memoryCgroupRoot is where the cgroup v1 memory controller is mounted (the local cluster's
+// kubelet uses the cgroupfs driver: kubepods/<qos>/pod<uid>/<container>).
+const memoryCgroupRoot = "/sys/fs/cgroup/memory"
+
+// memorySample is one launcher Pod's memory, in bytes: the Pod cgroup's own accounting and, from
+// /proc/PID/smaps of every process in it, what the pages are.
+type memorySample struct {
+	// From the Pod's cgroup (memory.usage_in_bytes, memory.stat total_*).
+	usage, rss, cache, mappedFile, inactiveFile int64
+	// From smaps. guestAllotted is qemu's -m; guestTouched the anonymous pages of the guest RAM
+	// mapping; tcg the anonymous pages of the only writable+executable mappings (TCG's
+	// code_gen_buffer); qemuOther qemu's other anonymous pages; qemuFile the file pages qemu maps;
+	// restAnon the anonymous pages of every other process of the Pod (launcher, its PID 1 init,
+	// console-log, pause).
+	guestAllotted, guestTouched, tcg, qemuOther, qemuFile, restAnon int64
+	procs                                                           int
+}
+
+// workingSet is the kubelet's figure (what `kubectl top` shows): usage minus inactive file pages.
+func (m memorySample) workingSet() int64 { return m.usage - m.inactiveFile }
+
+// podMemoryCgroup finds the memory cgroup of the Pod with uid.
+func podMemoryCgroup(uid string) (string, error) {
+	for _, pattern := range []string{"kubepods/pod" + uid, "kubepods/*/pod" + uid} {
+		dirs, err := filepath.Glob(filepath.Join(memoryCgroupRoot, pattern))
+		if err != nil {
+			return "", fmt.Errorf("glob %s: %w", pattern, err)
+		}
+		if len(dirs) == 1 {
+			return dirs[0], nil
+		}
+	}
+	return "", fmt.Errorf("no memory cgroup %s/kubepods[/<qos>]/pod%s (cgroup v1 with the cgroupfs driver expected)", memoryCgroupRoot, uid)
+}
+
+// readPodMemory reads the memory of the Pod whose memory cgroup is dir.
+func readPodMemory(dir string) (memorySample, error) {
+	var m memorySample
+	usage, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+	if err != nil {
+		return m, fmt.Errorf("read pod memory usage: %w", err)
+	}
+	if m.usage, err = strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64); err != nil {
+		return m, fmt.Errorf("parse %s/memory.usage_in_bytes: %w", dir, err)
+	}
+	stat, err := readKeyValues(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return m, err
+	}
+	m.rss, m.cache, m.mappedFile, m.inactiveFile = stat["total_rss"], stat["total_cache"], stat["total_mapped_file"], stat["total_inactive_file"]
+	pids, err := cgroupPIDs(dir)
+	if err != nil {
+		return m, err
+	}
+	m.procs = len(pids)
+	foundQemu := false
+	for _, pid := range pids {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			return m, fmt.Errorf("read comm of pid %d: %w", pid, err)
+		}
+		maps, err := smaps(pid)
+		if err != nil {
+			return m, err
+		}
+		if !strings.HasPrefix(string(comm), "qemu-system") {
+			for _, mp := range maps {
+				m.restAnon += mp.anon
+			}
+			continue
+		}
+		if foundQemu {
+			return m, fmt.Errorf("two qemu processes in %s", dir)
+		}
+		foundQemu = true
+		if err := m.splitQemu(pid, maps); err != nil {
+			return m, err
+		}
+	}
+	if !foundQemu {
+		return m, fmt.Errorf("no qemu process in %s (%d processes)", dir, len(pids))
+	}
+	return m, nil
+}
+
+// splitQemu sorts qemu's pages into guest RAM, translation cache, its own anonymous and file pages.
+func (m *memorySample) splitQemu(pid int, maps []mapping) error {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return fmt.Errorf("read qemu cmdline: %w", err)
+	}
+	if m.guestAllotted, err = qemuMemory(strings.Split(string(cmdline), "\x00")); err != nil {
+		return err
+	}
+	foundRAM := false
+	for _, mp := range maps {
+		m.qemuFile += mp.rss - mp.anon
+		switch {
+		case !foundRAM && mp.path == "" && mp.size >= m.guestAllotted && mp.size <= m.guestAllotted+4<<20:
+			foundRAM = true
+			m.guestTouched = mp.anon
+		case mp.perms == "rwxp":
+			m.tcg += mp.anon
+		default:
+			m.qemuOther += mp.anon
+		}
+	}
+	if !foundRAM {
+		return fmt.Errorf("no anonymous mapping of the guest's %d bytes in qemu's smaps (pid %d)", m.guestAllotted, pid)
+	}
+	return nil
+}
+
+// qemuMemory is the guest memory of a qemu command line's -m ("62", "size=63488k", "62M").
+func qemuMemory(args []string) (int64, error) {
+	for i, a := range args {
+		if a != "-m" || i+1 == len(args) {
+			continue
+		}
+		v, _, _ := strings.Cut(strings.TrimPrefix(args[i+1], "size="), ",")
+		unit := int64(1 << 20)
+		switch {
+		case strings.HasSuffix(v, "k") || strings.HasSuffix(v, "K"):
+			unit, v = 1<<10, v[:len(v)-1]
+		case strings.HasSuffix(v, "M"):
+			v = v[:len(v)-1]
+		case strings.HasSuffix(v, "G"):
+			unit, v = 1<<30, v[:len(v)-1]
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("qemu -m %q: %w", args[i+1], err)
+		}
+		return n * unit, nil
+	}
+	return 0, fmt.Errorf("no -m in qemu's command line %q", strings.Join(args, " "))
+}
+
+// cgroupPIDs lists the processes of dir and every cgroup below it.
+func cgroupPIDs(dir string) ([]int, error) {
+	var pids []int
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() != "cgroup.procs" {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		for _, f := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				return fmt.Errorf("parse %s: %w", path, err)
+			}
+			pids = append(pids, pid)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list processes of %s: %w", dir, err)
+	}
+	return pids, nil
+}
+
+func readKeyValues(path string) (map[string]int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("parse %s line %q: %w", path, line, err)
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// mapping is one entry of /proc/PID/smaps, sizes in bytes.
+type mapping struct {
+	perms, path     string
+	size, rss, anon int64
+}
+
+func smaps(pid int) ([]mapping, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return nil, fmt.Errorf("open smaps: %w", err)
+	}
+	defer f.Close()
+	var out []mapping
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		switch {
+		case len(fields) >= 5 && strings.Contains(fields[0], "-") && len(fields[1]) == 4:
+			m := mapping{perms: fields[1]}
+			if len(fields) > 5 {
+				m.path = fields[5]
+			}
+			out = append(out, m)
+		case len(out) == 0 || len(fields) < 3 || fields[2] != "kB":
+		case fields[0] == "Size:":
+			out[len(out)-1].size = kib(fields[1])
+		case fields[0] == "Rss:":
+			out[len(out)-1].rss = kib(fields[1])
+		case fields[0] == "Anonymous:":
+			out[len(out)-1].anon = kib(fields[1])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read smaps of pid %d: %w", pid, err)
+	}
+	return out, nil
+}
+
+func kib(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n << 10
+}
