@@ -81,7 +81,8 @@ e2e: cluster-ensure-up images ## Bring the cluster up if absent (left up), build
 	$(MAKE) --no-print-directory deploy
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(HEAVY) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./tests/...
 
-.PHONY: push
-push: images ## Push every image to a registry for a real cluster: make push REGISTRY=registry.example.com/podvirt
+.PHONY: push push-check
+push-check:
 	@test -n "$(REGISTRY)" || { echo "push: set REGISTRY, e.g. make push REGISTRY=registry.example.com/podvirt"; exit 2; }
+push: push-check images ## Push every image to a registry for a real cluster: make push REGISTRY=registry.example.com/podvirt
 	$(PODVIRT_IMAGE) push --registry $(REGISTRY) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(filter-out image-e2e-probe,$(IMAGE_TARGETS)))
