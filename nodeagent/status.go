@@ -84,7 +84,7 @@ func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherapi.Status, o ob
 	switch live.State {
 	case launcherapi.DomainNone:
 		if st.Phase == virtv1.Running {
-			setPhase(vmi, virtv1.Failed, ReasonDomainLost, o.now)
+			vmi.Status.SetPhase(virtv1.Failed, ReasonDomainLost, o.now)
 			setReady(vmi, metav1.ConditionFalse, ReasonDomainLost, "the launcher reports no guest although the guest was running")
 			meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstancePaused)
 		}
@@ -93,7 +93,7 @@ func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherapi.Status, o ob
 		applyEnd(vmi, live, o.now)
 		return
 	}
-	setPhase(vmi, virtv1.Running, "", o.now)
+	vmi.Status.SetPhase(virtv1.Running, "", o.now)
 	meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstanceSynchronized)
 	setReadyFromGuest(vmi, live.State, podReady(o.pod))
 	setPausedCondition(vmi, live)
@@ -109,7 +109,7 @@ func applyEnd(vmi *virtv1.VirtualMachineInstance, end launcherapi.Status, now me
 	if !ok {
 		return
 	}
-	setPhase(vmi, phase, reason, now)
+	vmi.Status.SetPhase(phase, reason, now)
 	setReady(vmi, metav1.ConditionFalse, reason, endMessage(end))
 	meta.RemoveStatusCondition(&vmi.Status.Conditions, virtv1.VirtualMachineInstancePaused)
 }
@@ -160,7 +160,7 @@ func setSyncFailed(vmi *virtv1.VirtualMachineInstance, err error, now metav1.Tim
 		Message: msg, ObservedGeneration: vmi.Generation,
 	})
 	if permanentSyncError(err) {
-		setPhase(vmi, virtv1.Failed, ReasonSyncFailed, now)
+		vmi.Status.SetPhase(virtv1.Failed, ReasonSyncFailed, now)
 		setReady(vmi, metav1.ConditionFalse, ReasonSyncFailed, msg)
 	}
 }
@@ -171,15 +171,6 @@ func permanentSyncError(err error) bool {
 	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest
 }
 
-// setPhase moves the instance to phase with reason, recording when the phase was entered.
-func setPhase(vmi *virtv1.VirtualMachineInstance, phase virtv1.VirtualMachineInstancePhase, reason string, now metav1.Time) {
-	st := &vmi.Status
-	if st.Phase != phase {
-		st.Phase = phase
-		st.PhaseTransitionTimestamps = append(st.PhaseTransitionTimestamps, virtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
-	}
-	st.Reason = reason
-}
 
 func setReady(vmi *virtv1.VirtualMachineInstance, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{

@@ -258,3 +258,13 @@ const (
 	// VirtualMachineLabel names the VirtualMachine that created an instance.
 	VirtualMachineLabel = "kubevirt.io/vm"
 )
+
+// SetPhase moves the instance to phase with reason, recording when the phase was entered. Every
+// writer of the phase (the VMI controller, the node agent, node health) goes through it.
+func (st *VirtualMachineInstanceStatus) SetPhase(phase VirtualMachineInstancePhase, reason string, now metav1.Time) {
+	if st.Phase != phase {
+		st.Phase = phase
+		st.PhaseTransitionTimestamps = append(st.PhaseTransitionTimestamps, VirtualMachineInstancePhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
+	}
+	st.Reason = reason
+}

@@ -96,9 +96,7 @@ func (r *Reconciler) failInstance(ctx context.Context, vmi *virtv1.VirtualMachin
 		return nil
 	}
 	patch := client.MergeFromWithOptions(vmi.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	vmi.Status.Phase = virtv1.Failed
-	vmi.Status.Reason = "NodeUnresponsive"
-	vmi.Status.PhaseTransitionTimestamps = append(vmi.Status.PhaseTransitionTimestamps, virtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: virtv1.Failed, PhaseTransitionTimestamp: metav1.NewTime(now)})
+	vmi.Status.SetPhase(virtv1.Failed, "NodeUnresponsive", metav1.NewTime(now))
 	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
 		Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: "NodeUnresponsive",
 		Message: fmt.Sprintf("The node agent on %s stopped heart-beating more than %s ago", node, r.Threshold),

@@ -139,7 +139,7 @@ func (r *Reconciler) launcherPod(ctx context.Context, vmi *virtv1.VirtualMachine
 func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pod, err := RenderPod(vmi, r.Config)
 	if err != nil {
-		setPhase(&vmi.Status, virtv1.Failed, "InvalidSpec", r.now())
+		vmi.Status.SetPhase(virtv1.Failed, "InvalidSpec", r.now())
 		setReady(&vmi.Status, "InvalidSpec", err.Error())
 		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "InvalidSpec", "Create", "Cannot run this instance: %v", err)
 		return nil, nil
@@ -155,7 +155,7 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 		r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created virtual machine pod %s", pod.Name)
 	}
 	if err != nil {
-		setPhase(&vmi.Status, virtv1.Pending, "", r.now())
+		vmi.Status.SetPhase(virtv1.Pending, "", r.now())
 		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
 			Type: ConditionSynchronized, Status: metav1.ConditionFalse, Reason: "FailedCreate", Message: err.Error(),
 		})

@@ -21,15 +21,6 @@ const (
 	ConditionSynchronized = virtv1.VirtualMachineInstanceSynchronized
 )
 
-// setPhase moves the instance to phase, recording the transition time.
-func setPhase(st *virtv1.VirtualMachineInstanceStatus, phase virtv1.VirtualMachineInstancePhase, reason string, now metav1.Time) {
-	if st.Phase != phase {
-		st.Phase = phase
-		st.PhaseTransitionTimestamps = append(st.PhaseTransitionTimestamps, virtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
-	}
-	st.Reason = reason
-}
-
 // observePod advances the instance's status from what its launcher Pod shows; pod is nil when
 // the Pod is confirmed gone. Until Scheduled this controller owns the phase; afterwards it only
 // ends the instance when the Pod ends or vanishes (the node agent reports Running and the guest's end).
@@ -40,7 +31,7 @@ func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.
 	}
 	if pod == nil {
 		if st.Phase == virtv1.Scheduling || st.Phase == virtv1.Scheduled || st.Phase == virtv1.Running {
-			setPhase(st, virtv1.Failed, "PodDeleted", now)
+			st.SetPhase(virtv1.Failed, "PodDeleted", now)
 			setReady(st, "PodDeleted", "The launcher Pod was deleted")
 		}
 		return
@@ -48,23 +39,23 @@ func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.
 	st.LauncherPod = pod.Name
 	switch {
 	case pod.DeletionTimestamp != nil && vmi.DeletionTimestamp == nil:
-		setPhase(st, virtv1.Failed, "PodDeleted", now)
+		st.SetPhase(virtv1.Failed, "PodDeleted", now)
 		setReady(st, "PodDeleted", "The launcher Pod is being deleted")
 	case pod.Status.Phase == corev1.PodFailed:
-		setPhase(st, virtv1.Failed, "PodFailed", now)
+		st.SetPhase(virtv1.Failed, "PodFailed", now)
 		setReady(st, "PodFailed", podEndMessage(pod))
 	case pod.Status.Phase == corev1.PodSucceeded:
-		setPhase(st, virtv1.Succeeded, "PodCompleted", now)
+		st.SetPhase(virtv1.Succeeded, "PodCompleted", now)
 		setReady(st, "PodCompleted", podEndMessage(pod))
 	case st.Phase == virtv1.Scheduled || st.Phase == virtv1.Running:
 		// The node agent's territory.
 	case pod.Status.Phase == corev1.PodRunning:
-		setPhase(st, virtv1.Scheduled, "", now)
+		st.SetPhase(virtv1.Scheduled, "", now)
 		st.NodeName = pod.Spec.NodeName
 		meta.RemoveStatusCondition(&st.Conditions, ConditionSynchronized)
 		mirrorScheduled(st, pod)
 	default:
-		setPhase(st, virtv1.Scheduling, "", now)
+		st.SetPhase(virtv1.Scheduling, "", now)
 		mirrorScheduled(st, pod)
 		setSynchronized(st, pod)
 		if c := meta.FindStatusCondition(st.Conditions, virtv1.VirtualMachineInstanceReady); c == nil {
