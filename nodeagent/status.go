@@ -171,7 +171,6 @@ func permanentSyncError(err error) bool {
 	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest
 }
 
-
 func setReady(vmi *virtv1.VirtualMachineInstance, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
 		Type: virtv1.VirtualMachineInstanceReady, Status: status, Reason: reason, Message: message, ObservedGeneration: vmi.Generation,
