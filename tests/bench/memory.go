@@ -27,11 +27,25 @@ type memorySample struct {
 	// restAnon the anonymous pages of every other process of the Pod (launcher, its PID 1 init,
 	// console-log, pause).
 	guestAllotted, guestTouched, tcg, qemuOther, qemuFile, restAnon int64
-	procs                                                           int
+	// filesOnce is the resident file pages mapped by the Pod's processes, each file counted once
+	// (libraries shared by qemu and the launcher too). In cgroup v1 a page is charged to the cgroup
+	// that first touched it, so these are often charged to another Pod (or none left).
+	filesOnce int64
+	procs     int
 }
 
 // workingSet is the kubelet's figure (what `kubectl top` shows): usage minus inactive file pages.
 func (m memorySample) workingSet() int64 { return m.usage - m.inactiveFile }
+
+// fixedOverhead is the Pod's working set beyond the guest RAM the guest touched and the translation
+// cache: what the Pod costs beyond its guest when emulation's own cache is set aside.
+func (m memorySample) fixedOverhead() int64 { return m.workingSet() - m.guestTouched - m.tcg }
+
+// soleOverhead is fixedOverhead plus the mapped file pages charged to another cgroup: what the
+// Pod would cost on a node where it is the only one using the launcher image.
+func (m memorySample) soleOverhead() int64 {
+	return m.fixedOverhead() + max(0, m.filesOnce-m.mappedFile)
+}
 
 // podMemoryCgroup finds the memory cgroup of the Pod with uid.
 func podMemoryCgroup(uid string) (string, error) {
@@ -68,6 +82,7 @@ func readPodMemory(dir string) (memorySample, error) {
 	}
 	m.procs = len(pids)
 	foundQemu := false
+	files := map[string]int64{}
 	for _, pid := range pids {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		if err != nil {
@@ -76,6 +91,11 @@ func readPodMemory(dir string) (memorySample, error) {
 		maps, err := smaps(pid)
 		if err != nil {
 			return m, err
+		}
+		for _, mp := range maps {
+			if strings.HasPrefix(mp.path, "/") {
+				files[mp.path] = max(files[mp.path], mp.rss-mp.anon)
+			}
 		}
 		if !strings.HasPrefix(string(comm), "qemu-system") {
 			for _, mp := range maps {
@@ -94,10 +114,15 @@ func readPodMemory(dir string) (memorySample, error) {
 	if !foundQemu {
 		return m, fmt.Errorf("no qemu process in %s (%d processes)", dir, len(pids))
 	}
+	for _, b := range files {
+		m.filesOnce += b
+	}
 	return m, nil
 }
 
 // splitQemu sorts qemu's pages into guest RAM, translation cache, its own anonymous and file pages.
+// Guest RAM is the private read-write anonymous mapping closest above the guest's size (qemu
+// allocates exactly -m; malloc arenas leave inaccessible ---p reservations of similar sizes).
 func (m *memorySample) splitQemu(pid int, maps []mapping) error {
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
@@ -106,21 +131,26 @@ func (m *memorySample) splitQemu(pid int, maps []mapping) error {
 	if m.guestAllotted, err = qemuMemory(strings.Split(string(cmdline), "\x00")); err != nil {
 		return err
 	}
-	foundRAM := false
-	for _, mp := range maps {
+	ram := -1
+	for i, mp := range maps {
+		if mp.path == "" && mp.perms == "rw-p" && mp.size >= m.guestAllotted && mp.size <= m.guestAllotted+4<<20 &&
+			(ram < 0 || mp.size < maps[ram].size) {
+			ram = i
+		}
+	}
+	if ram < 0 {
+		return fmt.Errorf("no anonymous rw-p mapping of the guest's %d bytes in qemu's smaps (pid %d)", m.guestAllotted, pid)
+	}
+	for i, mp := range maps {
 		m.qemuFile += mp.rss - mp.anon
 		switch {
-		case !foundRAM && mp.path == "" && mp.size >= m.guestAllotted && mp.size <= m.guestAllotted+4<<20:
-			foundRAM = true
+		case i == ram:
 			m.guestTouched = mp.anon
 		case mp.perms == "rwxp":
 			m.tcg += mp.anon
 		default:
 			m.qemuOther += mp.anon
 		}
-	}
-	if !foundRAM {
-		return fmt.Errorf("no anonymous mapping of the guest's %d bytes in qemu's smaps (pid %d)", m.guestAllotted, pid)
 	}
 	return nil
 }
