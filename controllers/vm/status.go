@@ -157,15 +157,25 @@ func setFailureCondition(vm *virtv1.VirtualMachine, err error, reason string) {
 	})
 }
 
-// stoppedReasons explains each reason of the Stopped condition.
-var stoppedMessages = map[string]string{
-	"Halted":           "The run strategy is Halted (or spec.running is false)",
-	"StopRequested":    "A stop was requested",
-	"Stopped":          "The VM was stopped or its guest shut down; RerunOnFailure restarts it only after a failure",
-	"GuestShutdown":    "The guest shut down",
-	"RanOnce":          "The run strategy is Once and the instance has run",
-	"Manual":           "The run strategy is Manual and no start was requested",
-	"CrashLoopBackOff": "The VM failed to start; the next start is delayed by the crash-loop backoff",
+// stoppedMessage explains a reason of the Stopped condition.
+func stoppedMessage(reason string) string {
+	switch reason {
+	case "Halted":
+		return "The run strategy is Halted (or spec.running is false)"
+	case "StopRequested":
+		return "A stop was requested"
+	case "Stopped":
+		return "The VM was stopped or its guest shut down; RerunOnFailure restarts it only after a failure"
+	case "GuestShutdown":
+		return "The guest shut down"
+	case "RanOnce":
+		return "The run strategy is Once and the instance has run"
+	case "Manual":
+		return "The run strategy is Manual and no start was requested"
+	case "CrashLoopBackOff":
+		return "The VM failed to start; the next start is delayed by the crash-loop backoff"
+	}
+	return reason
 }
 
 // setStoppedCondition says plainly whether the VM is stopped and why.
@@ -176,7 +186,7 @@ func setStoppedCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineIn
 	case running || d.action == actCreate:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Started", "An instance exists or is being created"
 	case d.stoppedReason != "":
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, d.stoppedReason, stoppedMessages[d.stoppedReason]
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, d.stoppedReason, stoppedMessage(d.stoppedReason)
 		if d.stoppedReason == "CrashLoopBackOff" && vm.Status.StartFailure != nil && vm.Status.StartFailure.RetryAfterTimestamp != nil {
 			c.Message += fmt.Sprintf(" (failure %d, next start after %s)", vm.Status.StartFailure.ConsecutiveFailCount,
 				vm.Status.StartFailure.RetryAfterTimestamp.UTC().Format("15:04:05Z"))
