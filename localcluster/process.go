@@ -132,11 +132,24 @@ func processesMentioning(needle string) []procInfo {
 			continue
 		}
 		cmdline := strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))
-		if strings.Contains(cmdline, needle) {
+		argv0, _, _ := strings.Cut(string(raw), "\x00")
+		if strings.Contains(cmdline, needle) && ours(argv0) {
 			out = append(out, procInfo{pid: pid, cmdline: cmdline})
 		}
 	}
 	return out
+}
+
+// ours reports whether a program is one the cluster runs (its daemons, containerd's shims, runc),
+// so that a shell or make whose command line merely names the state dir is never killed or reported.
+func ours(argv0 string) bool {
+	base := filepath.Base(argv0)
+	for _, prefix := range []string{"containerd", "kube", "etcd", "podvirt-cluster", "runc"} {
+		if strings.HasPrefix(base, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // procInfo is a process found by processesMentioning.
