@@ -16,8 +16,10 @@ import (
 	"github.com/podvirt/podvirt/launcherapi"
 )
 
-// Follow copies privateDir/serial0.log to w as it grows, from its start, until the launcher has ended
-// or ctx ends, and then copies what is left. The launcher has ended when its exit file appears, or
+// Follow copies privateDir/serial0.log to w as it grows, from its start, until the launcher has ended,
+// and then copies what is left. When ctx ends first (the Pod is being deleted and every container got
+// SIGTERM) it keeps following while the launcher runs, so the guest's shutdown is in the log; it
+// returns at once only if no launcher was ever seen. The launcher has ended when its exit file appears, or
 // when its command socket, once seen answering, stops answering (a launcher killed without a chance to
 // write the exit file). interval is how often it looks for more.
 func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.Duration) error {
@@ -57,12 +59,19 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 		}
 		select {
 		case <-ctx.Done():
-			if f != nil {
-				if _, err := io.Copy(w, f); err != nil {
-					return fmt.Errorf("copy serial log: %w", err)
+			// The Pod is being deleted: every container gets SIGTERM at once, but the guest's
+			// shutdown is what users want to see. Keep following until the launcher ends (the
+			// kubelet's grace period bounds this); only a launcher never seen ends it at once.
+			if !sawLauncher && !answers(sockPath) {
+				if f != nil {
+					if _, err := io.Copy(w, f); err != nil {
+						return fmt.Errorf("copy serial log: %w", err)
+					}
 				}
+				return nil
 			}
-			return nil
+			sawLauncher = true
+			<-tick.C
 		case <-tick.C:
 		}
 	}

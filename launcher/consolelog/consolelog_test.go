@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,5 +138,51 @@ func TestFollowStopsOnContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Follow ignored its context")
+	}
+}
+
+// TestFollowOutlivesSIGTERMWhileTheLauncherRuns: when the Pod is deleted every container is told to
+// stop at once; the console keeps following while the launcher still answers, so the guest's
+// shutdown output (printed after the SIGTERM) reaches kubectl logs.
+func TestFollowOutlivesSIGTERMWhileTheLauncherRuns(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, launcherapi.CommandSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	defer wg.Wait()
+	defer ln.Close()
+	logPath := filepath.Join(dir, launcherapi.SerialLog)
+	appendTo(t, logPath, "booted\n")
+	ctx, sigterm := context.WithCancel(context.Background())
+	var out syncBuffer
+	errc := make(chan error, 1)
+	go func() { errc <- consolelog.Follow(ctx, dir, &out, 5*time.Millisecond) }()
+	waitFor(t, "boot line", func() bool { return out.String() == "booted\n" })
+	sigterm()
+	appendTo(t, logPath, "ACPI power button, powering off\n")
+	waitFor(t, "shutdown line after SIGTERM", func() bool { return strings.Contains(out.String(), "powering off") })
+	if err := os.WriteFile(filepath.Join(dir, launcherapi.ExitFile), []byte(`{"state":"Shutoff"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow did not return after the exit file appeared")
 	}
 }
