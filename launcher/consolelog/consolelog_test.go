@@ -87,10 +87,10 @@ func TestFollowUntilExitFile(t *testing.T) {
 	}
 }
 
-// TestFollowStopsWhenLauncherDies: a launcher that answered on its socket and then stopped answering
-// (killed without writing the exit file) ends the follow too.
-func TestFollowStopsWhenLauncherDies(t *testing.T) {
-	dir := t.TempDir()
+// answerOnSocket plays a running launcher: its command socket in dir answers until the returned
+// function is called.
+func answerOnSocket(t *testing.T, dir string) (die func()) {
+	t.Helper()
 	ln, err := net.Listen("unix", filepath.Join(dir, launcherapi.CommandSocket))
 	if err != nil {
 		t.Fatal(err)
@@ -107,14 +107,21 @@ func TestFollowStopsWhenLauncherDies(t *testing.T) {
 			c.Close()
 		}
 	}()
+	return func() { ln.Close(); wg.Wait() }
+}
+
+// TestFollowStopsWhenLauncherDies: a launcher that answered on its socket and then stopped answering
+// (killed without writing the exit file) ends the follow too.
+func TestFollowStopsWhenLauncherDies(t *testing.T) {
+	dir := t.TempDir()
+	dies := answerOnSocket(t, dir)
 	appendTo(t, filepath.Join(dir, launcherapi.SerialLog), "hello\n")
 	var out syncBuffer
 	errc := make(chan error, 1)
 	go func() { errc <- consolelog.Follow(context.Background(), dir, &out, 5*time.Millisecond) }()
 	waitFor(t, "output", func() bool { return out.String() == "hello\n" })
 	// Follow has dialed the socket at least once before the first copy; now the launcher dies.
-	ln.Close()
-	wg.Wait()
+	dies()
 	select {
 	case err := <-errc:
 		if err != nil {
@@ -146,24 +153,7 @@ func TestFollowStopsOnContext(t *testing.T) {
 // shutdown output (printed after the SIGTERM) reaches kubectl logs.
 func TestFollowOutlivesSIGTERMWhileTheLauncherRuns(t *testing.T) {
 	dir := t.TempDir()
-	ln, err := net.Listen("unix", filepath.Join(dir, launcherapi.CommandSocket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	defer wg.Wait()
-	defer ln.Close()
+	defer answerOnSocket(t, dir)()
 	logPath := filepath.Join(dir, launcherapi.SerialLog)
 	appendTo(t, logPath, "booted\n")
 	ctx, sigterm := context.WithCancel(context.Background())
