@@ -3,13 +3,14 @@
 package bench
 
 import (
-	"bufio"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/podvirt/podvirt/internal/qemumem"
 )
 
 // memoryCgroupRoot is where the cgroup v1 memory controller is mounted (the local cluster's
@@ -88,18 +89,18 @@ func readPodMemory(dir string) (memorySample, error) {
 		if err != nil {
 			return m, fmt.Errorf("read comm of pid %d: %w", pid, err)
 		}
-		maps, err := smaps(pid)
+		maps, err := qemumem.ReadSmaps(pid)
 		if err != nil {
 			return m, err
 		}
 		for _, mp := range maps {
-			if strings.HasPrefix(mp.path, "/") {
-				files[mp.path] = max(files[mp.path], mp.rss-mp.anon)
+			if strings.HasPrefix(mp.Path, "/") {
+				files[mp.Path] = max(files[mp.Path], mp.Files())
 			}
 		}
 		if !strings.HasPrefix(string(comm), "qemu-system") {
 			for _, mp := range maps {
-				m.restAnon += mp.anon
+				m.restAnon += mp.Anon
 			}
 			continue
 		}
@@ -120,10 +121,8 @@ func readPodMemory(dir string) (memorySample, error) {
 	return m, nil
 }
 
-// splitQemu sorts qemu's pages into guest RAM, translation cache, its own anonymous and file pages.
-// Guest RAM is the private read-write anonymous mapping closest above the guest's size (qemu
-// allocates exactly -m; malloc arenas leave inaccessible ---p reservations of similar sizes).
-func (m *memorySample) splitQemu(pid int, maps []mapping) error {
+// splitQemu sorts qemu's pages (qemumem.SplitQemu) for the guest size on its command line.
+func (m *memorySample) splitQemu(pid int, maps []qemumem.Mapping) error {
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return fmt.Errorf("read qemu cmdline: %w", err)
@@ -131,27 +130,11 @@ func (m *memorySample) splitQemu(pid int, maps []mapping) error {
 	if m.guestAllotted, err = qemuMemory(strings.Split(string(cmdline), "\x00")); err != nil {
 		return err
 	}
-	ram := -1
-	for i, mp := range maps {
-		if mp.path == "" && mp.perms == "rw-p" && mp.size >= m.guestAllotted && mp.size <= m.guestAllotted+4<<20 &&
-			(ram < 0 || mp.size < maps[ram].size) {
-			ram = i
-		}
+	q, err := qemumem.SplitQemu(maps, m.guestAllotted)
+	if err != nil {
+		return fmt.Errorf("qemu pid %d: %w", pid, err)
 	}
-	if ram < 0 {
-		return fmt.Errorf("no anonymous rw-p mapping of the guest's %d bytes in qemu's smaps (pid %d)", m.guestAllotted, pid)
-	}
-	for i, mp := range maps {
-		m.qemuFile += mp.rss - mp.anon
-		switch {
-		case i == ram:
-			m.guestTouched = mp.anon
-		case mp.perms == "rwxp":
-			m.tcg += mp.anon
-		default:
-			m.qemuOther += mp.anon
-		}
-	}
+	m.guestTouched, m.tcg, m.qemuOther, m.qemuFile = q.GuestTouched, q.TCG, q.Own, q.Files
 	return nil
 }
 
@@ -224,47 +207,4 @@ func readKeyValues(path string) (map[string]int64, error) {
 		out[k] = n
 	}
 	return out, nil
-}
-
-// mapping is one entry of /proc/PID/smaps, sizes in bytes.
-type mapping struct {
-	perms, path     string
-	size, rss, anon int64
-}
-
-func smaps(pid int) ([]mapping, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
-	if err != nil {
-		return nil, fmt.Errorf("open smaps: %w", err)
-	}
-	defer f.Close()
-	var out []mapping
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		switch {
-		case len(fields) >= 5 && strings.Contains(fields[0], "-") && len(fields[1]) == 4:
-			m := mapping{perms: fields[1]}
-			if len(fields) > 5 {
-				m.path = fields[5]
-			}
-			out = append(out, m)
-		case len(out) == 0 || len(fields) < 3 || fields[2] != "kB":
-		case fields[0] == "Size:":
-			out[len(out)-1].size = kib(fields[1])
-		case fields[0] == "Rss:":
-			out[len(out)-1].rss = kib(fields[1])
-		case fields[0] == "Anonymous:":
-			out[len(out)-1].anon = kib(fields[1])
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read smaps of pid %d: %w", pid, err)
-	}
-	return out, nil
-}
-
-func kib(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n << 10
 }
