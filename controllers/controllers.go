@@ -15,11 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/controllers/nodehealth"
 	"github.com/podvirt/podvirt/controllers/replicaset"
 	"github.com/podvirt/podvirt/controllers/vm"
 	"github.com/podvirt/podvirt/controllers/vmi"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // Options configures the controllers.
@@ -38,7 +38,7 @@ type Options struct {
 // label) and leases in Podvirt's namespace only.
 func CacheOptions(o Options) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:           {Label: labels.SelectorFromSet(labels.Set{launcherapi.AppLabel: launcherapi.AppLabelValue})},
+		&corev1.Pod{}:           {Label: labels.SelectorFromSet(labels.Set{launcherv1.AppLabel: launcherv1.AppLabelValue})},
 		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 	}}
 }

@@ -8,8 +8,8 @@ import (
 
 	"libvirt.org/go/libvirtxml"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // DefaultMachineType is used when spec.domain.machine.type is empty.
@@ -26,9 +26,9 @@ const MetadataNamespace = "https://podvirt.io/launcher/v1"
 type Inputs struct {
 	// Emulation selects software emulation (TCG, <domain type='qemu'>) instead of KVM.
 	Emulation bool
-	// PrivateDir is launcherapi.PrivateDir in a Pod; tests point it elsewhere.
+	// PrivateDir is launcherv1.PrivateDir in a Pod; tests point it elsewhere.
 	PrivateDir string
-	// PVCRoot is launcherapi.PVCMountRoot in a Pod.
+	// PVCRoot is launcherv1.PVCMountRoot in a Pod.
 	PVCRoot string
 	// ContainerDisks maps a containerDisk volume's name to the image its init container copied.
 	ContainerDisks map[string]Image
@@ -111,10 +111,10 @@ func DomainName(vmi *virtv1.VirtualMachineInstance) string {
 // Build converts vmi into a libvirt domain and the files and port forwards around it.
 func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	if in.PrivateDir == "" {
-		in.PrivateDir = launcherapi.PrivateDir
+		in.PrivateDir = launcherv1.PrivateDir
 	}
 	if in.PVCRoot == "" {
-		in.PVCRoot = launcherapi.PVCMountRoot
+		in.PVCRoot = launcherv1.PVCMountRoot
 	}
 	spec := &vmi.Spec.Domain
 	mem, err := guestMemory(spec)
@@ -265,11 +265,11 @@ func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
 	}
 	if in.Kernel == "" {
 		return fmt.Errorf("spec.domain.firmware.kernelBoot.container.kernelPath: %s was not copied into %s",
-			kb.Container.KernelPath, filepath.Join(in.PrivateDir, launcherapi.KernelBootDir))
+			kb.Container.KernelPath, filepath.Join(in.PrivateDir, launcherv1.KernelBootDir))
 	}
 	if kb.Container.InitrdPath != "" && in.Initrd == "" {
 		return fmt.Errorf("spec.domain.firmware.kernelBoot.container.initrdPath: %s was not copied into %s",
-			kb.Container.InitrdPath, filepath.Join(in.PrivateDir, launcherapi.KernelBootDir))
+			kb.Container.InitrdPath, filepath.Join(in.PrivateDir, launcherv1.KernelBootDir))
 	}
 	dom.OS.Kernel = in.Kernel
 	dom.OS.Initrd = in.Initrd
@@ -321,12 +321,12 @@ func addConsoleAndGraphics(dom *libvirtxml.Domain, d *virtv1.Devices, privateDir
 	if d.AutoattachSerialConsole == nil || *d.AutoattachSerialConsole {
 		port := uint(0)
 		src := &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{
-			Mode: "bind", Path: filepath.Join(privateDir, launcherapi.SerialSocket),
+			Mode: "bind", Path: filepath.Join(privateDir, launcherv1.SerialSocket),
 		}}
 		devs.Serials = []libvirtxml.DomainSerial{{
 			Source: src,
 			Target: &libvirtxml.DomainSerialTarget{Port: &port},
-			Log:    &libvirtxml.DomainChardevLog{File: filepath.Join(privateDir, launcherapi.SerialLog), Append: "on"},
+			Log:    &libvirtxml.DomainChardevLog{File: filepath.Join(privateDir, launcherv1.SerialLog), Append: "on"},
 		}}
 		devs.Consoles = []libvirtxml.DomainConsole{{
 			Source: src,
@@ -336,7 +336,7 @@ func addConsoleAndGraphics(dom *libvirtxml.Domain, d *virtv1.Devices, privateDir
 	if d.AutoattachGraphicsDevice == nil || *d.AutoattachGraphicsDevice {
 		devs.Graphics = []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
 			Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{
-				Socket: filepath.Join(privateDir, launcherapi.VNCSocket),
+				Socket: filepath.Join(privateDir, launcherv1.VNCSocket),
 			}}},
 		}}}
 		devs.Videos = []libvirtxml.DomainVideo{{Model: libvirtxml.DomainVideoModel{Type: "vga", VRam: 16384, Heads: 1}}}

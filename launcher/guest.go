@@ -15,9 +15,9 @@ import (
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/domainxml"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // Reasons in Status.
@@ -53,7 +53,7 @@ const (
 // request is one command handed from an HTTP handler to the guest's loop.
 type request struct {
 	op    opKind
-	sync  launcherapi.SyncRequest
+	sync  launcherv1.SyncRequest
 	grace time.Duration
 	reply chan error
 }
@@ -68,13 +68,13 @@ type guest struct {
 	done chan struct{}
 
 	mu     sync.Mutex
-	status launcherapi.Status
+	status launcherv1.Status
 
 	// Owned by the loop.
 	dom         *libvirt.Domain
 	vmi         *virtv1.VirtualMachineInstance
 	emulation   bool
-	ifaces      []launcherapi.Interface
+	ifaces      []launcherv1.Interface
 	memMessage  string
 	shutdownReq bool
 	killReq     bool
@@ -89,7 +89,7 @@ func newGuest(cfg *Config, hv *hypervisor) *guest {
 }
 
 // Status is the last published status.
-func (g *guest) Status() launcherapi.Status {
+func (g *guest) Status() launcherv1.Status {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.status
@@ -115,7 +115,7 @@ func (g *guest) do(ctx context.Context, r request) error {
 
 // loop runs until the guest, once started, is gone, and returns its final status. ctx ending starts a
 // graceful shutdown (or returns at once when no guest was ever started).
-func (g *guest) loop(ctx context.Context) (launcherapi.Status, error) {
+func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 	defer close(g.done)
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
@@ -129,7 +129,7 @@ func (g *guest) loop(ctx context.Context) (launcherapi.Status, error) {
 		case <-done:
 			done = nil
 			if g.dom == nil {
-				return launcherapi.Status{Message: "terminated before a guest was started"}, nil
+				return launcherv1.Status{Message: "terminated before a guest was started"}, nil
 			}
 			g.cfg.Log.Info("Terminating: shutting the guest down", "gracePeriod", g.gracePeriod())
 			if err := g.shutdown(g.gracePeriod()); err != nil {
@@ -211,22 +211,22 @@ func (g *guest) shutdown(grace time.Duration) error {
 }
 
 // refresh publishes the domain's current state; gone reports the domain has ended, with its final status.
-func (g *guest) refresh() (final launcherapi.Status, gone bool) {
-	st := launcherapi.Status{Emulation: g.emulation, Interfaces: g.ifaces, QemuPID: g.qemuPID()}
+func (g *guest) refresh() (final launcherv1.Status, gone bool) {
+	st := launcherv1.Status{Emulation: g.emulation, Interfaces: g.ifaces, QemuPID: g.qemuPID()}
 	state, reason, err := g.dom.GetState()
 	switch {
 	case err == nil && state != libvirt.DOMAIN_SHUTOFF && state != libvirt.DOMAIN_CRASHED:
 		g.misses = 0
 		st.State = stateOf(state)
 		st.Reason, st.Message = ReasonStarted, g.memMessage
-		if st.State == launcherapi.DomainPaused {
+		if st.State == launcherv1.DomainPaused {
 			st.Reason = ReasonPaused
 			if reason == int(libvirt.DOMAIN_PAUSED_STARTING_UP) || reason == int(libvirt.DOMAIN_PAUSED_USER) && g.startPaused() {
 				st.Reason = ReasonStartedPaused
 			}
 		}
-		if g.shutdownReq && st.State == launcherapi.DomainRunning {
-			st.State, st.Reason = launcherapi.DomainShuttingDown, ReasonShutdownRequested
+		if g.shutdownReq && st.State == launcherv1.DomainRunning {
+			st.State, st.Reason = launcherv1.DomainShuttingDown, ReasonShutdownRequested
 		}
 		g.publish(st)
 		return st, false
@@ -247,29 +247,29 @@ func (g *guest) startPaused() bool {
 }
 
 // finalState says how the guest ended, from what was requested and libvirt's STOPPED detail.
-func (g *guest) finalState() (launcherapi.DomainState, string, string) {
+func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 	detail := -1
 	if g.stopped != nil {
 		detail = g.stopped.detail
 	}
 	switch {
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN):
-		return launcherapi.DomainShutoff, ReasonGuestShutdown, "the guest powered off"
+		return launcherv1.DomainShutoff, ReasonGuestShutdown, "the guest powered off"
 	case g.killReq:
-		return launcherapi.DomainCrashed, ReasonKilled, "the guest was killed on request"
+		return launcherv1.DomainCrashed, ReasonKilled, "the guest was killed on request"
 	case g.forced:
-		return launcherapi.DomainShutoff, ReasonGracePeriodExpired,
+		return launcherv1.DomainShutoff, ReasonGracePeriodExpired,
 			"the guest did not power off within the grace period and was stopped"
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_CRASHED):
-		return launcherapi.DomainCrashed, ReasonGuestCrashed, "the guest crashed"
+		return launcherv1.DomainCrashed, ReasonGuestCrashed, "the guest crashed"
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_FAILED):
-		return launcherapi.DomainCrashed, ReasonQemuCrashed, "qemu exited unexpectedly"
+		return launcherv1.DomainCrashed, ReasonQemuCrashed, "qemu exited unexpectedly"
 	default:
-		return launcherapi.DomainCrashed, ReasonQemuKilled, "the guest stopped without a request"
+		return launcherv1.DomainCrashed, ReasonQemuKilled, "the guest stopped without a request"
 	}
 }
 
-func (g *guest) publish(st launcherapi.Status) {
+func (g *guest) publish(st launcherv1.Status) {
 	g.mu.Lock()
 	g.status = st
 	g.mu.Unlock()
@@ -302,7 +302,7 @@ func (g *guest) liveDomain() (*libvirtxml.Domain, error) {
 }
 
 // parseVMI decodes a SyncRequest's VMI and checks it is the one this launcher runs.
-func (g *guest) parseVMI(req launcherapi.SyncRequest) (*virtv1.VirtualMachineInstance, error) {
+func (g *guest) parseVMI(req launcherv1.SyncRequest) (*virtv1.VirtualMachineInstance, error) {
 	var vmi virtv1.VirtualMachineInstance
 	if err := json.Unmarshal(req.VMI, &vmi); err != nil {
 		return nil, fmt.Errorf("%w: vmi: %w", errBadRequest, err)

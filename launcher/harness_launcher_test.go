@@ -23,8 +23,8 @@ import (
 	"golang.org/x/sys/unix"
 	"libvirt.org/go/libvirtxml"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // The launcher runs as this uid/gid, like the compute container (KubeVirt's qemu user).
@@ -123,7 +123,7 @@ func startPod(t *testing.T, name string) *pod {
 	p.client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", filepath.Join(private, launcherapi.CommandSocket))
+			return d.DialContext(ctx, "unix", filepath.Join(private, launcherv1.CommandSocket))
 		},
 	}}
 	t.Cleanup(func() {
@@ -145,7 +145,7 @@ func startPod(t *testing.T, name string) *pod {
 		}
 	})
 	waitFor(t, 30*time.Second, "the command socket", func() bool {
-		code, _ := p.call(http.MethodGet, launcherapi.PathPing, nil)
+		code, _ := p.call(http.MethodGet, launcherv1.PathPing, nil)
 		return code == http.StatusOK
 	})
 	return p
@@ -186,38 +186,38 @@ func (p *pod) call(method, path string, body any) (int, []byte) {
 }
 
 // must sends a request and fails the test unless the reply has code; it returns the Status.
-func (p *pod) must(code int, method, path string, body any) launcherapi.Status {
+func (p *pod) must(code int, method, path string, body any) launcherv1.Status {
 	p.t.Helper()
 	got, out := p.call(method, path, body)
 	if got != code {
 		p.t.Fatalf("%s %s: %d %s, want %d", method, path, got, out, code)
 	}
-	var st launcherapi.Status
+	var st launcherv1.Status
 	_ = json.Unmarshal(out, &st)
 	return st
 }
 
-func (p *pod) status() launcherapi.Status {
-	return p.must(http.StatusOK, http.MethodGet, launcherapi.PathStatus, nil)
+func (p *pod) status() launcherv1.Status {
+	return p.must(http.StatusOK, http.MethodGet, launcherv1.PathStatus, nil)
 }
 
-func (p *pod) sync(vmi *virtv1.VirtualMachineInstance) launcherapi.Status {
+func (p *pod) sync(vmi *virtv1.VirtualMachineInstance) launcherv1.Status {
 	p.t.Helper()
 	data, err := json.Marshal(vmi)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return p.must(http.StatusOK, http.MethodPost, launcherapi.PathSync, launcherapi.SyncRequest{VMI: data, Emulation: true})
+	return p.must(http.StatusOK, http.MethodPost, launcherv1.PathSync, launcherv1.SyncRequest{VMI: data, Emulation: true})
 }
 
 // waitExit waits for the launcher to exit and returns its code and final status (the exit file).
-func (p *pod) waitExit(timeout time.Duration) (int, launcherapi.Status) {
+func (p *pod) waitExit(timeout time.Duration) (int, launcherv1.Status) {
 	p.t.Helper()
 	select {
 	case <-p.done:
 		code := p.code
-		var st launcherapi.Status
-		data, err := os.ReadFile(filepath.Join(p.private, launcherapi.ExitFile))
+		var st launcherv1.Status
+		data, err := os.ReadFile(filepath.Join(p.private, launcherv1.ExitFile))
 		if err != nil {
 			p.t.Fatalf("launcher exited %d without an exit file: %v", code, err)
 		}
@@ -228,7 +228,7 @@ func (p *pod) waitExit(timeout time.Duration) (int, launcherapi.Status) {
 	case <-time.After(timeout):
 		p.t.Fatalf("launcher still running after %s (status %+v)", timeout, p.status())
 	}
-	return 0, launcherapi.Status{}
+	return 0, launcherv1.Status{}
 }
 
 // childrenOf lists pid's children, whichever of its threads started them (a Go process forks from

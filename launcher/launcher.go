@@ -14,7 +14,7 @@ import (
 
 	"libvirt.org/go/libvirt"
 
-	"github.com/podvirt/podvirt/launcherapi"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 )
 
 // Exit codes of `virt-launcher run`.
@@ -33,11 +33,11 @@ const (
 type Config struct {
 	// VMIName and Namespace identify the one VMI this launcher runs; a sync for another is refused.
 	VMIName, Namespace string
-	// PrivateDir is launcherapi.PrivateDir in a Pod.
+	// PrivateDir is launcherv1.PrivateDir in a Pod.
 	PrivateDir string
-	// PVCRoot is launcherapi.PVCMountRoot in a Pod.
+	// PVCRoot is launcherv1.PVCMountRoot in a Pod.
 	PVCRoot string
-	// SecretsDir is launcherapi.SecretMountRoot in a Pod.
+	// SecretsDir is launcherv1.SecretMountRoot in a Pod.
 	SecretsDir string
 	// LibvirtRoot is the embedded driver's private directory (writable, container-local).
 	LibvirtRoot string
@@ -55,13 +55,13 @@ func Run(ctx context.Context, cfg Config) int {
 	st, err := run(ctx, &cfg)
 	if err != nil {
 		cfg.Log.Error("Launcher failed", "err", err)
-		st = launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "LauncherError", Message: err.Error()}
+		st = launcherv1.Status{State: launcherv1.DomainCrashed, Reason: "LauncherError", Message: err.Error()}
 		writeExitFile(&cfg, st)
 		return ExitError
 	}
 	writeExitFile(&cfg, st)
 	switch {
-	case st.State == launcherapi.DomainShutoff || st.State == launcherapi.DomainNone:
+	case st.State == launcherv1.DomainShutoff || st.State == launcherv1.DomainNone:
 		return ExitShutoff
 	case st.Reason == ReasonKilled:
 		return ExitKilled
@@ -70,30 +70,30 @@ func Run(ctx context.Context, cfg Config) int {
 	}
 }
 
-func run(ctx context.Context, cfg *Config) (launcherapi.Status, error) {
+func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 	if err := os.MkdirAll(cfg.PrivateDir, 0o755); err != nil {
-		return launcherapi.Status{}, fmt.Errorf("create private dir: %w", err)
+		return launcherv1.Status{}, fmt.Errorf("create private dir: %w", err)
 	}
-	_ = os.Remove(filepath.Join(cfg.PrivateDir, launcherapi.ExitFile))
+	_ = os.Remove(filepath.Join(cfg.PrivateDir, launcherv1.ExitFile))
 	start := time.Now()
 	hv, err := openHypervisor(cfg.LibvirtRoot)
 	if err != nil {
-		return launcherapi.Status{}, err
+		return launcherv1.Status{}, err
 	}
 	defer hv.close()
 	cfg.Log.Info("Embedded libvirt ready", "uri", EmbedURI(cfg.LibvirtRoot), "took", time.Since(start).Round(time.Millisecond).String())
 
-	sockPath := filepath.Join(cfg.PrivateDir, launcherapi.CommandSocket)
+	sockPath := filepath.Join(cfg.PrivateDir, launcherv1.CommandSocket)
 	_ = os.Remove(sockPath) // a socket left by an earlier launcher in the same Pod
 	ln, err := net.Listen("unix", sockPath)
 	if err != nil {
-		return launcherapi.Status{}, fmt.Errorf("listen on %s: %w", sockPath, err)
+		return launcherv1.Status{}, fmt.Errorf("listen on %s: %w", sockPath, err)
 	}
 	g := newGuest(cfg, hv)
 	srv := &http.Server{Handler: newHandler(g), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	cfg.Log.Info("Serving the command protocol", "socket", sockPath, "version", launcherapi.Version)
+	cfg.Log.Info("Serving the command protocol", "socket", sockPath, "version", launcherv1.Version)
 
 	st, loopErr := g.loop(ctx)
 
@@ -107,10 +107,10 @@ func run(ctx context.Context, cfg *Config) (launcherapi.Status, error) {
 }
 
 // writeExitFile leaves the final status in the private dir for the console-log container and the node agent.
-func writeExitFile(cfg *Config, st launcherapi.Status) {
+func writeExitFile(cfg *Config, st launcherv1.Status) {
 	data, err := json.Marshal(st)
 	if err == nil {
-		path := filepath.Join(cfg.PrivateDir, launcherapi.ExitFile)
+		path := filepath.Join(cfg.PrivateDir, launcherv1.ExitFile)
 		tmp := path + ".tmp"
 		if err = os.WriteFile(tmp, data, 0o644); err == nil {
 			err = os.Rename(tmp, path)
@@ -122,17 +122,17 @@ func writeExitFile(cfg *Config, st launcherapi.Status) {
 }
 
 // stateOf maps a libvirt state to the protocol's.
-func stateOf(s libvirt.DomainState) launcherapi.DomainState {
+func stateOf(s libvirt.DomainState) launcherv1.DomainState {
 	switch s {
 	case libvirt.DOMAIN_RUNNING, libvirt.DOMAIN_BLOCKED:
-		return launcherapi.DomainRunning
+		return launcherv1.DomainRunning
 	case libvirt.DOMAIN_PAUSED, libvirt.DOMAIN_PMSUSPENDED:
-		return launcherapi.DomainPaused
+		return launcherv1.DomainPaused
 	case libvirt.DOMAIN_SHUTDOWN:
-		return launcherapi.DomainShuttingDown
+		return launcherv1.DomainShuttingDown
 	case libvirt.DOMAIN_CRASHED:
-		return launcherapi.DomainCrashed
+		return launcherv1.DomainCrashed
 	default:
-		return launcherapi.DomainShutoff
+		return launcherv1.DomainShutoff
 	}
 }

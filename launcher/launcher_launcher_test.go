@@ -21,10 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/launcher"
 	"github.com/podvirt/podvirt/launcher/diskcopy"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 const bootMarker = "PODVIRT-BOOT-SECTOR-OK"
@@ -63,7 +63,7 @@ func withBootSector(t *testing.T, p *pod, v *virtv1.VirtualMachineInstance) stri
 	if out, err := exec.Command("qemu-img", "convert", "-O", "qcow2", raw, filepath.Join(disk, "boot.qcow2")).CombinedOutput(); err != nil {
 		t.Fatalf("qemu-img convert: %v %s", err, out)
 	}
-	copied, err := diskcopy.Copy(disk, filepath.Join(p.private, launcherapi.DisksDir, "containerdisk")+"/")
+	copied, err := diskcopy.Copy(disk, filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestLifecycle(t *testing.T) {
 	t0 := time.Now()
 	st := p.sync(v)
 	t.Logf("sync → Running: %s (%s)", time.Since(t0).Round(time.Millisecond), st.Message)
-	if st.State != launcherapi.DomainRunning || !st.Emulation || st.QemuPID == 0 {
+	if st.State != launcherv1.DomainRunning || !st.Emulation || st.QemuPID == 0 {
 		t.Fatalf("status after sync = %+v", st)
 	}
 	if !strings.Contains(st.Message, "asked 64000000 bytes, qemu got 65011712 bytes") {
@@ -113,10 +113,10 @@ func TestLifecycle(t *testing.T) {
 	if len(st.Interfaces) != 1 || st.Interfaces[0].Name != "default" || !strings.HasPrefix(st.Interfaces[0].MAC, "52:54:00:") {
 		t.Errorf("interfaces = %+v", st.Interfaces)
 	}
-	if again := p.sync(v); again.State != launcherapi.DomainRunning {
+	if again := p.sync(v); again.State != launcherv1.DomainRunning {
 		t.Fatalf("second sync = %+v", again)
 	}
-	waitLog(t, 30*time.Second, filepath.Join(p.private, launcherapi.SerialLog), bootMarker)
+	waitLog(t, 30*time.Second, filepath.Join(p.private, launcherv1.SerialLog), bootMarker)
 	t.Logf("sync → guest output on the serial log: %s", time.Since(t0).Round(time.Millisecond))
 
 	checkLiveDomain(t, p)
@@ -126,23 +126,23 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("forwarded port 18080 is not reachable in the Pod: %v", err)
 	}
 
-	if st := p.must(http.StatusOK, http.MethodPost, launcherapi.PathPause, nil); st.State != launcherapi.DomainPaused {
+	if st := p.must(http.StatusOK, http.MethodPost, launcherv1.PathPause, nil); st.State != launcherv1.DomainPaused {
 		t.Fatalf("after pause: %+v", st)
 	}
-	if st := p.status(); st.State != launcherapi.DomainPaused {
+	if st := p.status(); st.State != launcherv1.DomainPaused {
 		t.Fatalf("status while paused: %+v", st)
 	}
-	if st := p.must(http.StatusOK, http.MethodPost, launcherapi.PathUnpause, nil); st.State != launcherapi.DomainRunning {
+	if st := p.must(http.StatusOK, http.MethodPost, launcherv1.PathUnpause, nil); st.State != launcherv1.DomainRunning {
 		t.Fatalf("after unpause: %+v", st)
 	}
 
 	t1 := time.Now()
-	if st := p.must(http.StatusAccepted, http.MethodPost, launcherapi.PathShutdown, launcherapi.ShutdownRequest{GracePeriodSeconds: 30}); st.State != launcherapi.DomainShuttingDown && st.State != launcherapi.DomainShutoff {
+	if st := p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30}); st.State != launcherv1.DomainShuttingDown && st.State != launcherv1.DomainShutoff {
 		t.Fatalf("after shutdown: %+v", st)
 	}
 	code, final := p.waitExit(30 * time.Second)
 	t.Logf("ACPI shutdown → launcher exit: %s", time.Since(t1).Round(time.Millisecond))
-	if code != launcher.ExitShutoff || final.State != launcherapi.DomainShutoff || final.Reason != launcher.ReasonGuestShutdown {
+	if code != launcher.ExitShutoff || final.State != launcherv1.DomainShutoff || final.Reason != launcher.ReasonGuestShutdown {
 		t.Fatalf("exit %d, final %+v; want 0 after the guest powered off", code, final)
 	}
 	if sha(t, image) != before {
@@ -176,7 +176,7 @@ func checkLiveDomain(t *testing.T, p *pod) {
 		t.Errorf("uuid %s", d.UUID)
 	}
 	if len(d.Devices.Serials) != 1 || d.Devices.Serials[0].Log == nil ||
-		d.Devices.Serials[0].Log.File != filepath.Join(p.private, launcherapi.SerialLog) {
+		d.Devices.Serials[0].Log.File != filepath.Join(p.private, launcherv1.SerialLog) {
 		t.Errorf("serial: %+v", d.Devices.Serials)
 	}
 	if len(d.Devices.Interfaces) != 1 || d.Devices.Interfaces[0].Source == nil || d.Devices.Interfaces[0].Source.User == nil {
@@ -219,7 +219,7 @@ func checkDisks(t *testing.T, p *pod, image string) {
 // checkVNC reads the RFB greeting from the VNC socket.
 func checkVNC(t *testing.T, p *pod) {
 	t.Helper()
-	c, err := net.DialTimeout("unix", filepath.Join(p.private, launcherapi.VNCSocket), 5*time.Second)
+	c, err := net.DialTimeout("unix", filepath.Join(p.private, launcherv1.VNCSocket), 5*time.Second)
 	if err != nil {
 		t.Fatalf("vnc socket: %v", err)
 	}
@@ -237,10 +237,10 @@ func TestKill(t *testing.T) {
 	v := vmi("kill", 30)
 	withBootSector(t, p, v)
 	p.sync(v)
-	waitLog(t, 30*time.Second, filepath.Join(p.private, launcherapi.SerialLog), bootMarker)
-	p.must(http.StatusAccepted, http.MethodPost, launcherapi.PathKill, nil)
+	waitLog(t, 30*time.Second, filepath.Join(p.private, launcherv1.SerialLog), bootMarker)
+	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathKill, nil)
 	code, final := p.waitExit(30 * time.Second)
-	if code != launcher.ExitKilled || final.State != launcherapi.DomainCrashed || final.Reason != launcher.ReasonKilled {
+	if code != launcher.ExitKilled || final.State != launcherv1.DomainCrashed || final.Reason != launcher.ReasonKilled {
 		t.Fatalf("exit %d, final %+v; want %d, Crashed/Killed", code, final, launcher.ExitKilled)
 	}
 }
@@ -254,12 +254,12 @@ func TestGracePeriodExpires(t *testing.T) {
 	off := false
 	v.Spec.Domain.Devices.AutoattachGraphicsDevice = &off
 	p.sync(v)
-	if _, err := os.Stat(filepath.Join(p.private, launcherapi.VNCSocket)); err == nil {
+	if _, err := os.Stat(filepath.Join(p.private, launcherv1.VNCSocket)); err == nil {
 		t.Error("vnc.sock exists although autoattachGraphicsDevice is false")
 	}
 	t0 := time.Now()
-	p.must(http.StatusAccepted, http.MethodPost, launcherapi.PathShutdown, launcherapi.ShutdownRequest{GracePeriodSeconds: 2})
-	if st := p.status(); st.State != launcherapi.DomainShuttingDown {
+	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 2})
+	if st := p.status(); st.State != launcherv1.DomainShuttingDown {
 		t.Fatalf("status during the grace period: %+v", st)
 	}
 	code, final := p.waitExit(30 * time.Second)
@@ -281,7 +281,7 @@ func TestQemuCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, final := p.waitExit(30 * time.Second)
-	if code != launcher.ExitCrashed || final.State != launcherapi.DomainCrashed || final.Reason != launcher.ReasonQemuCrashed {
+	if code != launcher.ExitCrashed || final.State != launcherv1.DomainCrashed || final.Reason != launcher.ReasonQemuCrashed {
 		t.Fatalf("exit %d, final %+v; want %d, Crashed/QemuCrashed", code, final, launcher.ExitCrashed)
 	}
 }
@@ -292,7 +292,7 @@ func TestSIGTERM(t *testing.T) {
 	v := vmi("term", 30)
 	withBootSector(t, p, v)
 	p.sync(v)
-	waitLog(t, 30*time.Second, filepath.Join(p.private, launcherapi.SerialLog), bootMarker)
+	waitLog(t, 30*time.Second, filepath.Join(p.private, launcherv1.SerialLog), bootMarker)
 	if err := syscall.Kill(p.launcherPID(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -348,21 +348,21 @@ func startConsoleLog(t *testing.T, p *pod) *consoleLog {
 // a bridge interface and a VMI for another name are 400 naming the problem.
 func checkRefusals(t *testing.T, p *pod, v *virtv1.VirtualMachineInstance) {
 	t.Helper()
-	if st := p.status(); st.State != launcherapi.DomainNone {
+	if st := p.status(); st.State != launcherv1.DomainNone {
 		t.Fatalf("status before sync = %+v", st)
 	}
-	p.must(http.StatusConflict, http.MethodPost, launcherapi.PathPause, nil)
+	p.must(http.StatusConflict, http.MethodPost, launcherv1.PathPause, nil)
 	bad := v.DeepCopy()
 	bad.Spec.Domain.Devices.Interfaces[0].Masquerade, bad.Spec.Domain.Devices.Interfaces[0].Bridge = nil, &virtv1.InterfaceBridge{}
 	data, _ := json.Marshal(bad)
-	if code, out := p.call(http.MethodPost, launcherapi.PathSync, launcherapi.SyncRequest{VMI: data, Emulation: true}); code != http.StatusBadRequest ||
+	if code, out := p.call(http.MethodPost, launcherv1.PathSync, launcherv1.SyncRequest{VMI: data, Emulation: true}); code != http.StatusBadRequest ||
 		!strings.Contains(string(out), "spec.domain.devices.interfaces[0].bridge") {
 		t.Fatalf("sync with a bridge interface: %d %s", code, out)
 	}
 	other := v.DeepCopy()
 	other.Name = "someone-else"
 	data, _ = json.Marshal(other)
-	if code, out := p.call(http.MethodPost, launcherapi.PathSync, launcherapi.SyncRequest{VMI: data}); code != http.StatusBadRequest {
+	if code, out := p.call(http.MethodPost, launcherv1.PathSync, launcherv1.SyncRequest{VMI: data}); code != http.StatusBadRequest {
 		t.Fatalf("sync for another VMI: %d %s", code, out)
 	}
 }

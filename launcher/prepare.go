@@ -12,10 +12,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/cloudinit"
 	"github.com/podvirt/podvirt/domainxml"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // qcow2Magic starts every qcow2 image ("QFI\xfb").
@@ -34,7 +34,7 @@ func resolveInputs(vmi *virtv1.VirtualMachineInstance, cfg *Config, emulation bo
 		if vol.ContainerDisk == nil {
 			continue
 		}
-		dir := filepath.Join(cfg.PrivateDir, launcherapi.DisksDir, vol.Name)
+		dir := filepath.Join(cfg.PrivateDir, launcherv1.DisksDir, vol.Name)
 		img, err := findImage(dir)
 		if err != nil {
 			return in, fmt.Errorf("spec.volumes[name=%s].containerDisk: %w", vol.Name, err)
@@ -46,9 +46,9 @@ func resolveInputs(vmi *virtv1.VirtualMachineInstance, cfg *Config, emulation bo
 	fw := vmi.Spec.Domain.Firmware
 	if fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
 		c := fw.KernelBoot.Container
-		dir := filepath.Join(cfg.PrivateDir, launcherapi.KernelBootDir)
-		in.Kernel = findFile(dir, launcherapi.KernelBootKernel, c.KernelPath)
-		in.Initrd = findFile(dir, launcherapi.KernelBootInitrd, c.InitrdPath)
+		dir := filepath.Join(cfg.PrivateDir, launcherv1.KernelBootDir)
+		in.Kernel = findFile(dir, launcherv1.KernelBootKernel, c.KernelPath)
+		in.Initrd = findFile(dir, launcherv1.KernelBootInitrd, c.InitrdPath)
 	}
 	return in, nil
 }

@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/domainxml"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 func fileFor(path, volume string) domainxml.File {
@@ -32,12 +32,12 @@ func write(t *testing.T, path string, data []byte) {
 // magic), the kernelBoot files under the contract's names or their own base names.
 func TestResolveInputs(t *testing.T) {
 	private := t.TempDir()
-	write(t, filepath.Join(private, launcherapi.DisksDir, "root", "cirros.qcow2"), []byte("QFI\xfb\x00\x00\x00\x03"))
-	write(t, filepath.Join(private, launcherapi.DisksDir, "data", "data.img"), []byte("raw"))
+	write(t, filepath.Join(private, launcherv1.DisksDir, "root", "cirros.qcow2"), []byte("QFI\xfb\x00\x00\x00\x03"))
+	write(t, filepath.Join(private, launcherv1.DisksDir, "data", "data.img"), []byte("raw"))
 	// `container-disk copy /disk/x.qcow2 .../disks/flat` (no trailing slash): the image is the path itself.
-	write(t, filepath.Join(private, launcherapi.DisksDir, "flat"), []byte("QFI\xfb"))
-	write(t, filepath.Join(private, launcherapi.KernelBootDir, launcherapi.KernelBootKernel), []byte("kernel"))
-	write(t, filepath.Join(private, launcherapi.KernelBootDir, "initramfs.gz"), []byte("initrd"))
+	write(t, filepath.Join(private, launcherv1.DisksDir, "flat"), []byte("QFI\xfb"))
+	write(t, filepath.Join(private, launcherv1.KernelBootDir, launcherv1.KernelBootKernel), []byte("kernel"))
+	write(t, filepath.Join(private, launcherv1.KernelBootDir, "initramfs.gz"), []byte("initrd"))
 	vmi := &virtv1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: "ns"},
 		Spec: virtv1.VirtualMachineInstanceSpec{
@@ -68,11 +68,11 @@ func TestResolveInputs(t *testing.T) {
 	if _, ok := in.ContainerDisks["missing"]; ok {
 		t.Error("an image was found for a volume nothing was copied for")
 	}
-	if filepath.Base(in.Kernel) != launcherapi.KernelBootKernel || filepath.Base(in.Initrd) != "initramfs.gz" || !in.Emulation {
+	if filepath.Base(in.Kernel) != launcherv1.KernelBootKernel || filepath.Base(in.Initrd) != "initramfs.gz" || !in.Emulation {
 		t.Errorf("kernel %q initrd %q emulation %v", in.Kernel, in.Initrd, in.Emulation)
 	}
 
-	write(t, filepath.Join(private, launcherapi.DisksDir, "root", "second.img"), []byte("x"))
+	write(t, filepath.Join(private, launcherv1.DisksDir, "root", "second.img"), []byte("x"))
 	if _, err := resolveInputs(vmi, &Config{PrivateDir: private}, true); err == nil ||
 		!strings.Contains(err.Error(), "spec.volumes[name=root].containerDisk: want exactly one image file") {
 		t.Fatalf("two images for one volume: %v", err)

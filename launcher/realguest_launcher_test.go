@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/qemumem"
 	"github.com/podvirt/podvirt/launcher"
 	"github.com/podvirt/podvirt/launcher/diskcopy"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // demoGuest is the directory of the demo guest (busybox + small kernel) another part of the project
@@ -47,7 +47,7 @@ func TestRealGuestContainerDisk(t *testing.T) {
 	if _, err := diskcopy.Copy(filepath.Join(guest, "demo.qcow2"), src+"/"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := diskcopy.Copy(src, filepath.Join(p.private, launcherapi.DisksDir, "containerdisk")+"/"); err != nil {
+	if _, err := diskcopy.Copy(src, filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/"); err != nil {
 		t.Fatal(err)
 	}
 	v.Spec.Domain.Devices.Disks = []virtv1.Disk{
@@ -61,7 +61,7 @@ func TestRealGuestContainerDisk(t *testing.T) {
 	}
 	t0 := time.Now()
 	p.sync(v)
-	serial := filepath.Join(p.private, launcherapi.SerialLog)
+	serial := filepath.Join(p.private, launcherv1.SerialLog)
 	waitLog(t, 90*time.Second, serial, "printed from cloud-init userdata")
 	t.Logf("sync → cloud-init user data ran in the guest: %s", time.Since(t0).Round(time.Millisecond))
 	waitLog(t, 30*time.Second, serial, "user-data exited")
@@ -69,7 +69,7 @@ func TestRealGuestContainerDisk(t *testing.T) {
 	reportMemory(t, p, 65011712)
 
 	t1 := time.Now()
-	p.must(http.StatusAccepted, http.MethodPost, launcherapi.PathShutdown, launcherapi.ShutdownRequest{GracePeriodSeconds: 30})
+	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
 	code, final := p.waitExit(45 * time.Second)
 	t.Logf("ACPI shutdown of the demo guest → launcher exit: %s", time.Since(t1).Round(time.Millisecond))
 	if code != 0 || final.Reason != launcher.ReasonGuestShutdown {
@@ -83,11 +83,11 @@ func TestRealGuestKernelBoot(t *testing.T) {
 	guest := demoGuest(t)
 	p := startPod(t, "kboot")
 	v := vmi("kboot", 30)
-	kb := filepath.Join(p.private, launcherapi.KernelBootDir)
-	if _, err := diskcopy.Copy(filepath.Join(guest, "vmlinuz"), filepath.Join(kb, launcherapi.KernelBootKernel)); err != nil {
+	kb := filepath.Join(p.private, launcherv1.KernelBootDir)
+	if _, err := diskcopy.Copy(filepath.Join(guest, "vmlinuz"), filepath.Join(kb, launcherv1.KernelBootKernel)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := diskcopy.Copy(filepath.Join(guest, "initramfs.gz"), filepath.Join(kb, launcherapi.KernelBootInitrd)); err != nil {
+	if _, err := diskcopy.Copy(filepath.Join(guest, "initramfs.gz"), filepath.Join(kb, launcherv1.KernelBootInitrd)); err != nil {
 		t.Fatal(err)
 	}
 	// The demo guest serves a page on port 80: forward it, masquerade-style, to the Pod's address.
@@ -97,7 +97,7 @@ func TestRealGuestKernelBoot(t *testing.T) {
 		Image: "podvirt/demo-kernel:dev", KernelPath: "/boot/vmlinuz", InitrdPath: "/boot/initramfs.gz"}}
 	t0 := time.Now()
 	p.sync(v)
-	serial := filepath.Join(p.private, launcherapi.SerialLog)
+	serial := filepath.Join(p.private, launcherv1.SerialLog)
 	waitLog(t, 90*time.Second, serial, "booted")
 	t.Logf("sync → kernelBoot guest booted: %s", time.Since(t0).Round(time.Millisecond))
 	// DHCP from slirp done means acpid and httpd run (they start before it).
@@ -111,7 +111,7 @@ func TestRealGuestKernelBoot(t *testing.T) {
 	if d.OS.Kernel != filepath.Join(kb, "kernel") || d.OS.Initrd != filepath.Join(kb, "initrd") || d.OS.Cmdline != "console=ttyS0" {
 		t.Errorf("os: kernel %q initrd %q cmdline %q", d.OS.Kernel, d.OS.Initrd, d.OS.Cmdline)
 	}
-	p.must(http.StatusAccepted, http.MethodPost, launcherapi.PathShutdown, launcherapi.ShutdownRequest{GracePeriodSeconds: 30})
+	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
 	if code, final := p.waitExit(45 * time.Second); code != 0 || final.Reason != launcher.ReasonGuestShutdown {
 		t.Fatalf("exit %d, final %+v", code, final)
 	}

@@ -7,46 +7,46 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/podvirt/podvirt/launcherapi"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 )
 
 // maxBody bounds a request body (a VMI is a few KiB).
 const maxBody = 4 << 20
 
-// newHandler serves command protocol v1 (see launcherapi).
+// newHandler serves command protocol v1 (see api/launcher/v1).
 func newHandler(g *guest) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+launcherapi.PathPing, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"version": launcherapi.Version})
+	mux.HandleFunc("GET "+launcherv1.PathPing, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": launcherv1.Version})
 	})
-	mux.HandleFunc("GET "+launcherapi.PathStatus, func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET "+launcherv1.PathStatus, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, g.Status())
 	})
-	mux.HandleFunc("POST "+launcherapi.PathSync, func(w http.ResponseWriter, r *http.Request) {
-		var req launcherapi.SyncRequest
+	mux.HandleFunc("POST "+launcherv1.PathSync, func(w http.ResponseWriter, r *http.Request) {
+		var req launcherv1.SyncRequest
 		if !decode(w, r, &req) {
 			return
 		}
 		reply(w, r, g, request{op: opSync, sync: req}, http.StatusOK)
 	})
-	mux.HandleFunc("POST "+launcherapi.PathShutdown, func(w http.ResponseWriter, r *http.Request) {
-		var req launcherapi.ShutdownRequest
+	mux.HandleFunc("POST "+launcherv1.PathShutdown, func(w http.ResponseWriter, r *http.Request) {
+		var req launcherv1.ShutdownRequest
 		if !decode(w, r, &req) {
 			return
 		}
 		if req.GracePeriodSeconds < 0 {
-			writeJSON(w, http.StatusBadRequest, launcherapi.Error{Message: "gracePeriodSeconds: must not be negative"})
+			writeJSON(w, http.StatusBadRequest, launcherv1.Error{Message: "gracePeriodSeconds: must not be negative"})
 			return
 		}
 		reply(w, r, g, request{op: opShutdown, grace: time.Duration(req.GracePeriodSeconds) * time.Second}, http.StatusAccepted)
 	})
-	mux.HandleFunc("POST "+launcherapi.PathKill, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+launcherv1.PathKill, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, g, request{op: opKill}, http.StatusAccepted)
 	})
-	mux.HandleFunc("POST "+launcherapi.PathPause, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+launcherv1.PathPause, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, g, request{op: opPause}, http.StatusOK)
 	})
-	mux.HandleFunc("POST "+launcherapi.PathUnpause, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+launcherv1.PathUnpause, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, g, request{op: opUnpause}, http.StatusOK)
 	})
 	return mux
@@ -56,7 +56,7 @@ func newHandler(g *guest) http.Handler {
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(v)
 	if err != nil && !errors.Is(err, io.EOF) {
-		writeJSON(w, http.StatusBadRequest, launcherapi.Error{Message: "body: " + err.Error()})
+		writeJSON(w, http.StatusBadRequest, launcherv1.Error{Message: "body: " + err.Error()})
 		return false
 	}
 	return true
@@ -72,7 +72,7 @@ func reply(w http.ResponseWriter, r *http.Request, g *guest, req request, okCode
 		case errors.Is(err, errConflict):
 			code = http.StatusConflict
 		}
-		writeJSON(w, code, launcherapi.Error{Message: err.Error()})
+		writeJSON(w, code, launcherv1.Error{Message: err.Error()})
 		return
 	}
 	writeJSON(w, okCode, g.Status())

@@ -13,14 +13,14 @@ import (
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/domainxml"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // sync defines and starts the domain on the first request; later requests for the same VMI only
 // report the status.
-func (g *guest) sync(ctx context.Context, req launcherapi.SyncRequest) error {
+func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	vmi, err := g.parseVMI(req)
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func (g *guest) sync(ctx context.Context, req launcherapi.SyncRequest) error {
 	if err := prepareFiles(ctx, vmi, plan, g.cfg); err != nil {
 		return err
 	}
-	for _, s := range []string{launcherapi.SerialSocket, launcherapi.VNCSocket} {
+	for _, s := range []string{launcherv1.SerialSocket, launcherv1.VNCSocket} {
 		if err := os.Remove(filepath.Join(g.cfg.PrivateDir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", s, err)
 		}
@@ -124,11 +124,11 @@ func forwardPorts(dom *libvirt.Domain, live *libvirtxml.Domain, plan *domainxml.
 
 // interfaces is what Status reports about the NICs: spec name, MAC libvirt uses, and the Pod's
 // addresses (user-mode networking is masquerade: the guest is reached at the Pod's IPs).
-func interfaces(plan *domainxml.Plan, live *libvirtxml.Domain) []launcherapi.Interface {
-	var out []launcherapi.Interface
+func interfaces(plan *domainxml.Plan, live *libvirtxml.Domain) []launcherv1.Interface {
+	var out []launcherv1.Interface
 	ips := podIPs()
 	for i, nic := range live.Devices.Interfaces {
-		it := launcherapi.Interface{IPs: ips}
+		it := launcherv1.Interface{IPs: ips}
 		if i < len(plan.InterfaceNames) {
 			it.Name = plan.InterfaceNames[i]
 		}

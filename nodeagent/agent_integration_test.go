@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/testenv"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
@@ -103,7 +103,7 @@ func TestDeletionShutsDownWithGracePeriodThenSucceeds(t *testing.T) {
 
 	require.NoError(t, env.Client.Delete(context.Background(), g.get(t)))
 	eventually(t, "an ACPI shutdown with the instance's grace period", func() bool { return len(g.launcher.Shutdowns()) > 0 })
-	assert.Equal(t, []launcherapi.ShutdownRequest{{GracePeriodSeconds: 7}}, g.launcher.Shutdowns())
+	assert.Equal(t, []launcherv1.ShutdownRequest{{GracePeriodSeconds: 7}}, g.launcher.Shutdowns())
 	ev := g.waitEvent(t, nodeagent.EventShuttingDown)
 	assert.Contains(t, ev.Note, "7s")
 	eventually(t, "Ready=False ShuttingDown", func() bool {
@@ -112,7 +112,7 @@ func TestDeletionShutsDownWithGracePeriodThenSucceeds(t *testing.T) {
 	})
 
 	// The guest powers off; the launcher exits and leaves its final status.
-	require.NoError(t, g.launcher.Exit(launcherapi.Status{State: launcherapi.DomainShutoff, Reason: "GuestShutdown", Message: "the guest powered off"}))
+	require.NoError(t, g.launcher.Exit(launcherv1.Status{State: launcherv1.DomainShutoff, Reason: "GuestShutdown", Message: "the guest powered off"}))
 	vmi := g.waitPhase(t, virtv1.Succeeded)
 	assert.Equal(t, "GuestShutdown", vmi.Status.Reason)
 	assert.Len(t, g.launcher.Shutdowns(), 1, "the shutdown is asked for once (level-based: ShuttingDown is not Running)")
@@ -136,7 +136,7 @@ func TestLauncherReportsShutoffThenSucceeded(t *testing.T) {
 	g := n.scheduleGuest(t, ns, "vm-off", nil)
 	g.waitPhase(t, virtv1.Running)
 
-	g.launcher.SetState(launcherapi.DomainShutoff, "GuestShutdown", "the guest powered off")
+	g.launcher.SetState(launcherv1.DomainShutoff, "GuestShutdown", "the guest powered off")
 	vmi := g.waitPhase(t, virtv1.Succeeded)
 	assert.Equal(t, "GuestShutdown", vmi.Status.Reason)
 	ready := condition(vmi, virtv1.VirtualMachineInstanceReady)
@@ -155,7 +155,7 @@ func TestQemuCrashFailsWithReason(t *testing.T) {
 	g.waitPhase(t, virtv1.Running)
 
 	// qemu dies: the launcher reports Crashed, writes its exit file and exits non-zero.
-	require.NoError(t, g.launcher.Exit(launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}))
+	require.NoError(t, g.launcher.Exit(launcherv1.Status{State: launcherv1.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}))
 	vmi := g.waitPhase(t, virtv1.Failed)
 	assert.Equal(t, "QemuCrashed", vmi.Status.Reason)
 	assert.Equal(t, "qemu exited unexpectedly", condition(vmi, virtv1.VirtualMachineInstanceReady).Message)
@@ -173,7 +173,7 @@ func TestControllerPodFailedIsRefinedFromExitFile(t *testing.T) {
 	g.waitPhase(t, virtv1.Running)
 	a.stop() // the agent is down when qemu dies
 
-	require.NoError(t, g.launcher.Exit(launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "QemuKilled", Message: "the guest stopped without a request"}))
+	require.NoError(t, g.launcher.Exit(launcherv1.Status{State: launcherv1.DomainCrashed, Reason: "QemuKilled", Message: "the guest stopped without a request"}))
 	// The VMI controller sees the Pod fail first and writes its generic reason.
 	vmi := g.get(t)
 	patch := client.MergeFromWithOptions(vmi.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -239,7 +239,7 @@ func TestRestartedAgentReadoptsWithoutSyncingAgain(t *testing.T) {
 
 	n.start(t)
 	// The guest changes while the new agent runs: its status follows, so the agent is at work.
-	g.launcher.SetState(launcherapi.DomainPaused, "PausedByUser", "")
+	g.launcher.SetState(launcherv1.DomainPaused, "PausedByUser", "")
 	eventually(t, "Paused=True after the restart", func() bool {
 		return meta.IsStatusConditionTrue(g.get(t).Status.Conditions, virtv1.VirtualMachineInstancePaused)
 	})

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
@@ -38,12 +38,12 @@ const defaultGracePeriod = int64(30)
 // Launcher is what the agent needs of one launcher; launcherclient.Client implements it over the
 // launcher's unix socket.
 type Launcher interface {
-	Status(ctx context.Context) (launcherapi.Status, error)
-	Sync(ctx context.Context, req launcherapi.SyncRequest) (launcherapi.Status, error)
+	Status(ctx context.Context) (launcherv1.Status, error)
+	Sync(ctx context.Context, req launcherv1.SyncRequest) (launcherv1.Status, error)
 	Shutdown(ctx context.Context, gracePeriodSeconds int64) error
-	Pause(ctx context.Context) (launcherapi.Status, error)
-	Unpause(ctx context.Context) (launcherapi.Status, error)
-	ExitStatus() (*launcherapi.Status, error)
+	Pause(ctx context.Context) (launcherv1.Status, error)
+	Unpause(ctx context.Context) (launcherv1.Status, error)
+	ExitStatus() (*launcherv1.Status, error)
 }
 
 var _ Launcher = (*launcherclient.Client)(nil)
@@ -54,7 +54,7 @@ type LauncherDialer func(pod *corev1.Pod) Launcher
 // KubeletDialer reaches launchers through the kubelet's emptyDir directory under kubeletRoot.
 func KubeletDialer(kubeletRoot string) LauncherDialer {
 	return func(pod *corev1.Pod) Launcher {
-		return launcherclient.New(launcherapi.HostPrivateDir(kubeletRoot, string(pod.UID)))
+		return launcherclient.New(launcherv1.HostPrivateDir(kubeletRoot, string(pod.UID)))
 	}
 }
 
@@ -175,7 +175,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.launcherDown(s, err)
 	}
-	if st.State == launcherapi.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
+	if st.State == launcherv1.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
 		if st, err = r.sync(ctx, s); err != nil {
 			s.obs.syncErr = err
 			r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeWarning, EventSyncFailed, "Sync", "The launcher did not start the guest: %v", err)
@@ -190,15 +190,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 }
 
 // sync hands the instance to the launcher.
-func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherapi.Status, error) {
+func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, error) {
 	payload := s.vmi.DeepCopy()
 	payload.APIVersion, payload.Kind = virtv1.SchemeGroupVersion.String(), "VirtualMachineInstance"
 	raw, err := json.Marshal(payload)
 	if err != nil {
-		return launcherapi.Status{}, fmt.Errorf("encode instance: %w", err)
+		return launcherv1.Status{}, fmt.Errorf("encode instance: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Syncing the instance to its launcher", "pod", s.pod.Name, "emulation", s.obs.accel.Emulate)
-	st, err := s.launcher.Sync(ctx, launcherapi.SyncRequest{VMI: raw, Emulation: s.obs.accel.Emulate})
+	st, err := s.launcher.Sync(ctx, launcherv1.SyncRequest{VMI: raw, Emulation: s.obs.accel.Emulate})
 	if err != nil {
 		return st, fmt.Errorf("sync: %w", err)
 	}
@@ -213,7 +213,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.launcherDown(s, err)
 	}
-	if st.State == launcherapi.DomainRunning || st.State == launcherapi.DomainPaused {
+	if st.State == launcherv1.DomainRunning || st.State == launcherv1.DomainPaused {
 		grace := defaultGracePeriod
 		if g := s.vmi.Spec.TerminationGracePeriodSeconds; g != nil {
 			grace = *g

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 )
 
@@ -71,7 +71,7 @@ func CacheOptions(node string) cache.Options {
 		&virtv1.VirtualMachineInstance{}: {Field: fields.OneTermEqualSelector("status.nodeName", node)},
 		&corev1.Pod{}: {
 			Field: fields.OneTermEqualSelector("spec.nodeName", node),
-			Label: labels.SelectorFromSet(labels.Set{launcherapi.AppLabel: launcherapi.AppLabelValue}),
+			Label: labels.SelectorFromSet(labels.Set{launcherv1.AppLabel: launcherv1.AppLabelValue}),
 		},
 	}}
 }

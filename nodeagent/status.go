@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
@@ -46,9 +46,9 @@ type observation struct {
 	// pod is the launcher Pod.
 	pod *corev1.Pod
 	// live is the launcher's current status; nil when it did not answer.
-	live *launcherapi.Status
-	// exit is the status the launcher left when it exited (launcherapi.ExitFile); nil while it runs.
-	exit *launcherapi.Status
+	live *launcherv1.Status
+	// exit is the status the launcher left when it exited (launcherv1.ExitFile); nil while it runs.
+	exit *launcherv1.Status
 	// syncErr is why the sync of this pass failed.
 	syncErr error
 	// accel is how guests of this Pod run (KVM or emulation).
@@ -79,17 +79,17 @@ func updateStatus(vmi *virtv1.VirtualMachineInstance, o observation) {
 }
 
 // applyLive follows a launcher that answers.
-func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherapi.Status, o observation) {
+func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status, o observation) {
 	st := &vmi.Status
 	switch live.State {
-	case launcherapi.DomainNone:
+	case launcherv1.DomainNone:
 		if st.Phase == virtv1.Running {
 			vmi.Status.SetPhase(virtv1.Failed, ReasonDomainLost, o.now)
 			setReady(vmi, metav1.ConditionFalse, ReasonDomainLost, "the launcher reports no guest although the guest was running")
 			meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstancePaused)
 		}
 		return
-	case launcherapi.DomainShutoff, launcherapi.DomainCrashed:
+	case launcherv1.DomainShutoff, launcherv1.DomainCrashed:
 		applyEnd(vmi, live, o.now)
 		return
 	}
@@ -104,7 +104,7 @@ func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherapi.Status, o ob
 // applyEnd records how the guest ended: Shutoff → Succeeded, Crashed → Failed, each with the
 // launcher's reason. An exit status without a guest (the launcher ended before any sync) says nothing
 // about the guest: the controller fails the instance from its Pod.
-func applyEnd(vmi *virtv1.VirtualMachineInstance, end launcherapi.Status, now metav1.Time) {
+func applyEnd(vmi *virtv1.VirtualMachineInstance, end launcherv1.Status, now metav1.Time) {
 	phase, reason, ok := endPhase(end)
 	if !ok {
 		return
@@ -115,11 +115,11 @@ func applyEnd(vmi *virtv1.VirtualMachineInstance, end launcherapi.Status, now me
 }
 
 // endPhase maps a final launcher state to the instance's phase and reason.
-func endPhase(end launcherapi.Status) (virtv1.VirtualMachineInstancePhase, string, bool) {
+func endPhase(end launcherv1.Status) (virtv1.VirtualMachineInstancePhase, string, bool) {
 	switch end.State {
-	case launcherapi.DomainShutoff:
+	case launcherv1.DomainShutoff:
 		return virtv1.Succeeded, orDefault(end.Reason, ReasonGuestShutdown), true
-	case launcherapi.DomainCrashed:
+	case launcherv1.DomainCrashed:
 		return virtv1.Failed, orDefault(end.Reason, ReasonGuestCrashed), true
 	default:
 		return "", "", false
@@ -128,7 +128,7 @@ func endPhase(end launcherapi.Status) (virtv1.VirtualMachineInstancePhase, strin
 
 // refineFinal replaces the controller's generic PodFailed/PodCompleted with the launcher's reason
 // when both agree on the outcome. The phase (and its transition time) stays as it is.
-func refineFinal(vmi *virtv1.VirtualMachineInstance, end launcherapi.Status) {
+func refineFinal(vmi *virtv1.VirtualMachineInstance, end launcherv1.Status) {
 	st := &vmi.Status
 	if st.Reason != controllerReasonPodFailed && st.Reason != controllerReasonPodCompleted {
 		return
@@ -141,11 +141,11 @@ func refineFinal(vmi *virtv1.VirtualMachineInstance, end launcherapi.Status) {
 	setReady(vmi, metav1.ConditionFalse, reason, endMessage(end))
 }
 
-func endMessage(end launcherapi.Status) string {
+func endMessage(end launcherv1.Status) string {
 	if end.Message != "" {
 		return end.Message
 	}
-	if end.State == launcherapi.DomainShutoff {
+	if end.State == launcherv1.DomainShutoff {
 		return "the guest shut down"
 	}
 	return "the guest stopped unexpectedly"
@@ -178,11 +178,11 @@ func setReady(vmi *virtv1.VirtualMachineInstance, status metav1.ConditionStatus,
 }
 
 // setReadyFromGuest: Ready=True while the guest runs in a Ready Pod.
-func setReadyFromGuest(vmi *virtv1.VirtualMachineInstance, state launcherapi.DomainState, podReady bool) {
+func setReadyFromGuest(vmi *virtv1.VirtualMachineInstance, state launcherv1.DomainState, podReady bool) {
 	switch {
-	case state == launcherapi.DomainPaused:
+	case state == launcherv1.DomainPaused:
 		setReady(vmi, metav1.ConditionFalse, ReasonGuestPaused, "the guest is paused")
-	case state == launcherapi.DomainShuttingDown:
+	case state == launcherv1.DomainShuttingDown:
 		setReady(vmi, metav1.ConditionFalse, ReasonShuttingDown, "the guest is shutting down")
 	case !podReady:
 		setReady(vmi, metav1.ConditionFalse, ReasonPodNotReady, "the guest runs but the launcher Pod is not Ready")
@@ -193,8 +193,8 @@ func setReadyFromGuest(vmi *virtv1.VirtualMachineInstance, state launcherapi.Dom
 
 // setPausedCondition: Paused=True with the launcher's reason while the guest is paused; no condition
 // otherwise (as KubeVirt).
-func setPausedCondition(vmi *virtv1.VirtualMachineInstance, live launcherapi.Status) {
-	if live.State != launcherapi.DomainPaused {
+func setPausedCondition(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status) {
+	if live.State != launcherv1.DomainPaused {
 		meta.RemoveStatusCondition(&vmi.Status.Conditions, virtv1.VirtualMachineInstancePaused)
 		return
 	}
@@ -226,7 +226,7 @@ func setEmulationCondition(vmi *virtv1.VirtualMachineInstance, d accel.Decision,
 // interfaceStatus lists the guest's interfaces: those of the spec (or, when it names none, those the
 // launcher reports: the default pod network). Every network is the Pod's, masqueraded, so each
 // interface is reached at the Pod's addresses; the MAC is the launcher's (else the spec's).
-func interfaceStatus(vmi *virtv1.VirtualMachineInstance, live []launcherapi.Interface, pod *corev1.Pod) []virtv1.VirtualMachineInstanceNetworkInterface {
+func interfaceStatus(vmi *virtv1.VirtualMachineInstance, live []launcherv1.Interface, pod *corev1.Pod) []virtv1.VirtualMachineInstanceNetworkInterface {
 	macs := map[string]string{}
 	var names []string
 	for _, i := range live {
@@ -270,22 +270,22 @@ func podReady(pod *corev1.Pod) bool {
 
 // decideFor is how the guest of this Pod runs: emulation when the node decided so, or when the Pod
 // did not get /dev/kvm (the cluster runs guests under emulation, so the controller did not request
-// launcherapi.KVMResource).
+// launcherv1.KVMResource).
 func decideFor(node accel.Decision, pod *corev1.Pod) accel.Decision {
 	if node.Emulate {
 		return node
 	}
 	for _, c := range pod.Spec.Containers {
-		if c.Name != launcherapi.ComputeContainer {
+		if c.Name != launcherv1.ComputeContainer {
 			continue
 		}
-		if _, ok := c.Resources.Limits[corev1.ResourceName(launcherapi.KVMResource)]; ok {
+		if _, ok := c.Resources.Limits[corev1.ResourceName(launcherv1.KVMResource)]; ok {
 			return node
 		}
 	}
 	return accel.Decision{Emulate: true, Reason: accel.ReasonEmulationConfigured, Message: fmt.Sprintf(
 		"the guest runs under software emulation (TCG), which is much slower than hardware virtualization: the cluster is configured for emulation (the launcher Pod does not request %s)",
-		launcherapi.KVMResource)}
+		launcherv1.KVMResource)}
 }
 
 func orDefault(s, def string) string {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
@@ -42,8 +42,8 @@ func readyPod() *corev1.Pod {
 	}}
 }
 
-func live(state launcherapi.DomainState, reason string) *launcherapi.Status {
-	return &launcherapi.Status{State: state, Reason: reason, Interfaces: []launcherapi.Interface{{Name: "default", MAC: "02:00:00:00:00:01", IPs: []string{"10.0.2.2"}}}}
+func live(state launcherv1.DomainState, reason string) *launcherv1.Status {
+	return &launcherv1.Status{State: state, Reason: reason, Interfaces: []launcherv1.Interface{{Name: "default", MAC: "02:00:00:00:00:01", IPs: []string{"10.0.2.2"}}}}
 }
 
 func cond(t *testing.T, vmi *virtv1.VirtualMachineInstance, typ string) *metav1.Condition {
@@ -71,67 +71,67 @@ func TestUpdateStatus(t *testing.T) {
 		{
 			name: "scheduled, launcher runs the guest: Running, Ready, interfaces",
 			vmi:  vmiIn(virtv1.Scheduled, ""),
-			obs:  observation{live: live(launcherapi.DomainRunning, "Started"), accel: kvm},
+			obs:  observation{live: live(launcherv1.DomainRunning, "Started"), accel: kvm},
 			want: want{phase: virtv1.Running, ready: "True", readyWhy: ReasonGuestRunning, emulation: "False", interfaces: 1},
 		},
 		{
 			name: "scheduled, launcher has no guest yet (sync pending): nothing changes",
 			vmi:  vmiIn(virtv1.Scheduled, ""),
-			obs:  observation{live: &launcherapi.Status{}, accel: kvm},
+			obs:  observation{live: &launcherv1.Status{}, accel: kvm},
 			want: want{phase: virtv1.Scheduled},
 		},
 		{
 			name: "running guest under emulation: SoftwareEmulation=True KVMUnavailable",
 			vmi:  vmiIn(virtv1.Running, ""),
-			obs:  observation{live: &launcherapi.Status{State: launcherapi.DomainRunning, Emulation: true}, accel: emulated},
+			obs:  observation{live: &launcherv1.Status{State: launcherv1.DomainRunning, Emulation: true}, accel: emulated},
 			want: want{phase: virtv1.Running, ready: "True", readyWhy: ReasonGuestRunning, emulation: "True", interfaces: 1},
 		},
 		{
 			name: "paused guest: Paused=True, Ready=False",
 			vmi:  vmiIn(virtv1.Running, ""),
-			obs:  observation{live: live(launcherapi.DomainPaused, "PausedByUser"), accel: kvm},
+			obs:  observation{live: live(launcherv1.DomainPaused, "PausedByUser"), accel: kvm},
 			want: want{phase: virtv1.Running, ready: "False", readyWhy: ReasonGuestPaused, paused: "True", emulation: "False", interfaces: 1},
 		},
 		{
 			name: "unpaused guest: the Paused condition goes away",
 			vmi:  vmiIn(virtv1.Running, "", metav1.Condition{Type: virtv1.VirtualMachineInstancePaused, Status: "True", Reason: "PausedByUser"}),
-			obs:  observation{live: live(launcherapi.DomainRunning, "Started"), accel: kvm},
+			obs:  observation{live: live(launcherv1.DomainRunning, "Started"), accel: kvm},
 			want: want{phase: virtv1.Running, ready: "True", readyWhy: ReasonGuestRunning, emulation: "False", interfaces: 1},
 		},
 		{
 			name: "shutting down: still Running, not Ready",
 			vmi:  vmiIn(virtv1.Running, ""),
-			obs:  observation{live: live(launcherapi.DomainShuttingDown, "ShutdownRequested"), accel: kvm},
+			obs:  observation{live: live(launcherv1.DomainShuttingDown, "ShutdownRequested"), accel: kvm},
 			want: want{phase: virtv1.Running, ready: "False", readyWhy: ReasonShuttingDown, emulation: "False", interfaces: 1},
 		},
 		{
 			name: "guest runs, Pod not Ready",
 			vmi:  vmiIn(virtv1.Running, ""),
-			obs:  observation{live: live(launcherapi.DomainRunning, ""), accel: kvm, pod: &corev1.Pod{}},
+			obs:  observation{live: live(launcherv1.DomainRunning, ""), accel: kvm, pod: &corev1.Pod{}},
 			want: want{phase: virtv1.Running, ready: "False", readyWhy: ReasonPodNotReady, emulation: "False", interfaces: 1},
 		},
 		{
 			name: "launcher reports Shutoff: Succeeded with its reason",
 			vmi:  vmiIn(virtv1.Running, "", metav1.Condition{Type: virtv1.VirtualMachineInstancePaused, Status: "True", Reason: "PausedByUser"}),
-			obs:  observation{live: &launcherapi.Status{State: launcherapi.DomainShutoff, Reason: "GuestShutdown", Message: "the guest powered off"}},
+			obs:  observation{live: &launcherv1.Status{State: launcherv1.DomainShutoff, Reason: "GuestShutdown", Message: "the guest powered off"}},
 			want: want{phase: virtv1.Succeeded, reason: "GuestShutdown", ready: "False", readyWhy: "GuestShutdown"},
 		},
 		{
 			name: "launcher gone, exit file says Crashed: Failed naming what happened",
 			vmi:  vmiIn(virtv1.Running, ""),
-			obs:  observation{exit: &launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}},
+			obs:  observation{exit: &launcherv1.Status{State: launcherv1.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}},
 			want: want{phase: virtv1.Failed, reason: "QemuCrashed", ready: "False", readyWhy: "QemuCrashed"},
 		},
 		{
 			name: "Crashed without a reason: GuestCrashed",
 			vmi:  vmiIn(virtv1.Running, ""),
-			obs:  observation{exit: &launcherapi.Status{State: launcherapi.DomainCrashed}},
+			obs:  observation{exit: &launcherv1.Status{State: launcherv1.DomainCrashed}},
 			want: want{phase: virtv1.Failed, reason: ReasonGuestCrashed, ready: "False", readyWhy: ReasonGuestCrashed},
 		},
 		{
 			name: "exit file without a guest (launcher ended before sync): left to the controller",
 			vmi:  vmiIn(virtv1.Scheduled, ""),
-			obs:  observation{exit: &launcherapi.Status{Message: "terminated before a guest was started"}},
+			obs:  observation{exit: &launcherv1.Status{Message: "terminated before a guest was started"}},
 			want: want{phase: virtv1.Scheduled},
 		},
 		{
@@ -143,7 +143,7 @@ func TestUpdateStatus(t *testing.T) {
 		{
 			name: "running guest vanished from the launcher: Failed DomainLost",
 			vmi:  vmiIn(virtv1.Running, ""),
-			obs:  observation{live: &launcherapi.Status{}},
+			obs:  observation{live: &launcherv1.Status{}},
 			want: want{phase: virtv1.Failed, reason: ReasonDomainLost, ready: "False", readyWhy: ReasonDomainLost},
 		},
 		{
@@ -155,31 +155,31 @@ func TestUpdateStatus(t *testing.T) {
 		{
 			name: "launcher refuses the instance (400): Failed SyncFailed",
 			vmi:  vmiIn(virtv1.Scheduled, ""),
-			obs:  observation{syncErr: &launcherclient.Error{Path: launcherapi.PathSync, StatusCode: http.StatusBadRequest, Message: "disk root: no image"}},
+			obs:  observation{syncErr: &launcherclient.Error{Path: launcherv1.PathSync, StatusCode: http.StatusBadRequest, Message: "disk root: no image"}},
 			want: want{phase: virtv1.Failed, reason: ReasonSyncFailed, ready: "False", readyWhy: ReasonSyncFailed, synced: "False"},
 		},
 		{
 			name: "controller already failed it PodFailed, exit file says QemuCrashed: reason refined, phase kept",
 			vmi:  vmiIn(virtv1.Failed, "PodFailed"),
-			obs:  observation{exit: &launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}},
+			obs:  observation{exit: &launcherv1.Status{State: launcherv1.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}},
 			want: want{phase: virtv1.Failed, reason: "QemuCrashed", ready: "False", readyWhy: "QemuCrashed"},
 		},
 		{
 			name: "controller marked PodCompleted, exit file says GracePeriodExpired",
 			vmi:  vmiIn(virtv1.Succeeded, "PodCompleted"),
-			obs:  observation{exit: &launcherapi.Status{State: launcherapi.DomainShutoff, Reason: "GracePeriodExpired"}},
+			obs:  observation{exit: &launcherv1.Status{State: launcherv1.DomainShutoff, Reason: "GracePeriodExpired"}},
 			want: want{phase: virtv1.Succeeded, reason: "GracePeriodExpired", ready: "False", readyWhy: "GracePeriodExpired"},
 		},
 		{
 			name: "final for another cause (NodeUnresponsive): untouched",
 			vmi:  vmiIn(virtv1.Failed, "NodeUnresponsive"),
-			obs:  observation{exit: &launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "QemuCrashed"}},
+			obs:  observation{exit: &launcherv1.Status{State: launcherv1.DomainCrashed, Reason: "QemuCrashed"}},
 			want: want{phase: virtv1.Failed, reason: "NodeUnresponsive"},
 		},
 		{
 			name: "final phase never moves, even if the launcher disagrees",
 			vmi:  vmiIn(virtv1.Succeeded, "PodCompleted"),
-			obs:  observation{live: live(launcherapi.DomainRunning, ""), exit: &launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "Killed"}},
+			obs:  observation{live: live(launcherv1.DomainRunning, ""), exit: &launcherv1.Status{State: launcherv1.DomainCrashed, Reason: "Killed"}},
 			want: want{phase: virtv1.Succeeded, reason: "PodCompleted"},
 		},
 	}
@@ -226,13 +226,13 @@ func TestUpdateStatus(t *testing.T) {
 func TestInterfaceStatus(t *testing.T) {
 	pod := readyPod()
 	vmi := vmiIn(virtv1.Running, "")
-	got := interfaceStatus(vmi, live(launcherapi.DomainRunning, "").Interfaces, pod)
+	got := interfaceStatus(vmi, live(launcherv1.DomainRunning, "").Interfaces, pod)
 	assert.Equal(t, []virtv1.VirtualMachineInstanceNetworkInterface{{
 		Name: "default", IP: "10.244.0.7", IPs: []string{"10.244.0.7", "fd00::7"}, MAC: "02:00:00:00:00:01",
 	}}, got, "masquerade: the guest is reached at the Pod's addresses, not its NAT-side 10.0.2.2")
 
 	vmi.Spec.Domain.Devices.Interfaces = nil
-	got = interfaceStatus(vmi, []launcherapi.Interface{{Name: "default", MAC: "02:aa:00:00:00:01"}}, pod)
+	got = interfaceStatus(vmi, []launcherv1.Interface{{Name: "default", MAC: "02:aa:00:00:00:01"}}, pod)
 	require.Len(t, got, 1, "without interfaces in the spec, the launcher's default pod network is listed")
 	assert.Equal(t, "02:aa:00:00:00:01", got[0].MAC)
 
@@ -276,18 +276,18 @@ func TestEmulationCondition(t *testing.T) {
 
 func TestDecideFor(t *testing.T) {
 	withKVM := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-		Name: launcherapi.ComputeContainer,
+		Name: launcherv1.ComputeContainer,
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-			corev1.ResourceName(launcherapi.KVMResource): resource.MustParse("1"),
+			corev1.ResourceName(launcherv1.KVMResource): resource.MustParse("1"),
 		}},
 	}}}}
-	withoutKVM := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: launcherapi.ComputeContainer}}}}
+	withoutKVM := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: launcherv1.ComputeContainer}}}}
 
 	assert.Equal(t, kvm, decideFor(kvm, withKVM), "KVM node, Pod got /dev/kvm")
 	d := decideFor(kvm, withoutKVM)
 	assert.True(t, d.Emulate, "a Pod without /dev/kvm must emulate even on a KVM node")
 	assert.Equal(t, accel.ReasonEmulationConfigured, d.Reason)
-	assert.Contains(t, d.Message, launcherapi.KVMResource)
+	assert.Contains(t, d.Message, launcherv1.KVMResource)
 	assert.Equal(t, emulated, decideFor(emulated, withKVM), "the node's decision to emulate wins")
 }
 

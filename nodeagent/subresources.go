@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
 
@@ -61,10 +61,10 @@ func (s *SubresourceServer) NeedLeaderElection() bool { return false }
 func (s *SubresourceServer) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT "+PathPause, func(w http.ResponseWriter, r *http.Request) {
-		s.serve(w, r, launcherapi.DomainPaused, Launcher.Pause)
+		s.serve(w, r, launcherv1.DomainPaused, Launcher.Pause)
 	})
 	mux.HandleFunc("PUT "+PathUnpause, func(w http.ResponseWriter, r *http.Request) {
-		s.serve(w, r, launcherapi.DomainRunning, Launcher.Unpause)
+		s.serve(w, r, launcherv1.DomainRunning, Launcher.Unpause)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
@@ -103,11 +103,11 @@ func (s *SubresourceServer) Start(ctx context.Context) error {
 	return nil
 }
 
-type launcherCall func(Launcher, context.Context) (launcherapi.Status, error)
+type launcherCall func(Launcher, context.Context) (launcherv1.Status, error)
 
 // serve moves the instance's guest to state with call; a guest already there is a conflict (as in
 // KubeVirt: "already paused").
-func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state launcherapi.DomainState, call launcherCall) {
+func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state launcherv1.DomainState, call launcherCall) {
 	if s.Authorize != nil {
 		if err := s.Authorize(r); err != nil {
 			writeError(w, http.StatusForbidden, err.Error())

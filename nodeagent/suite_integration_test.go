@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/testenv"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/launchertest"
@@ -150,12 +150,12 @@ func (n *node) scheduleGuest(t *testing.T, ns, name string, mutate func(*virtv1.
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: "virt-launcher-" + name,
-			Labels:          map[string]string{launcherapi.AppLabel: launcherapi.AppLabelValue, launcherapi.DomainLabel: name},
+			Labels:          map[string]string{launcherv1.AppLabel: launcherv1.AppLabelValue, launcherv1.DomainLabel: name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vmi, virtv1.SchemeGroupVersion.WithKind("VirtualMachineInstance"))},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:   n.name,
-			Containers: []corev1.Container{{Name: launcherapi.ComputeContainer, Image: "example/virt-launcher:test"}},
+			Containers: []corev1.Container{{Name: launcherv1.ComputeContainer, Image: "example/virt-launcher:test"}},
 		},
 	}
 	require.NoError(t, c.Create(ctx, pod))
@@ -166,7 +166,7 @@ func (n *node) scheduleGuest(t *testing.T, ns, name string, mutate func(*virtv1.
 	}
 	require.NoError(t, c.Status().Update(ctx, pod))
 
-	l, err := launchertest.Start(launcherapi.HostPrivateDir(n.kubeletRoot, string(pod.UID)))
+	l, err := launchertest.Start(launcherv1.HostPrivateDir(n.kubeletRoot, string(pod.UID)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/internal/scheme"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/deviceplugin"
@@ -137,11 +137,11 @@ func run(args []string) error {
 // resources are the devices to advertise: /dev/kvm only where the probe found KVM usable.
 func resources(probe accel.Result, count int) []deviceplugin.Resource {
 	rs := []deviceplugin.Resource{
-		{Name: launcherapi.TunResource, DevicePath: "/dev/net/tun", Count: count},
-		{Name: launcherapi.VhostNetResource, DevicePath: "/dev/vhost-net", Count: count},
+		{Name: launcherv1.TunResource, DevicePath: "/dev/net/tun", Count: count},
+		{Name: launcherv1.VhostNetResource, DevicePath: "/dev/vhost-net", Count: count},
 	}
 	if probe.KVMUsable {
-		rs = append(rs, deviceplugin.Resource{Name: launcherapi.KVMResource, DevicePath: "/dev/kvm", Count: count})
+		rs = append(rs, deviceplugin.Resource{Name: launcherv1.KVMResource, DevicePath: "/dev/kvm", Count: count})
 	}
 	return rs
 }

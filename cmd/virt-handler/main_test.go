@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/podvirt/podvirt/launcherapi"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 )
 
@@ -57,8 +57,8 @@ func TestKVMAdvertisedOnlyWhenUsable(t *testing.T) {
 		}
 		return out
 	}
-	assert.NotContains(t, names(accel.Result{Why: "kvm_pvm"}), launcherapi.KVMResource)
-	assert.Contains(t, names(accel.Result{KVMUsable: true}), launcherapi.KVMResource)
-	assert.Contains(t, names(accel.Result{}), launcherapi.TunResource)
-	assert.Contains(t, names(accel.Result{}), launcherapi.VhostNetResource)
+	assert.NotContains(t, names(accel.Result{Why: "kvm_pvm"}), launcherv1.KVMResource)
+	assert.Contains(t, names(accel.Result{KVMUsable: true}), launcherv1.KVMResource)
+	assert.Contains(t, names(accel.Result{}), launcherv1.TunResource)
+	assert.Contains(t, names(accel.Result{}), launcherv1.VhostNetResource)
 }

@@ -16,10 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/launcher"
 	"github.com/podvirt/podvirt/launcher/consolelog"
 	"github.com/podvirt/podvirt/launcher/pid1"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 const usage = `usage:
@@ -64,9 +64,9 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	cfg := launcher.Config{}
 	fs.StringVar(&cfg.VMIName, "vmi-name", "", "name of the VirtualMachineInstance this launcher runs (required)")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the VirtualMachineInstance (required)")
-	fs.StringVar(&cfg.PrivateDir, "private-dir", launcherapi.PrivateDir, "the Pod's private directory (sockets, logs, disks)")
-	fs.StringVar(&cfg.PVCRoot, "pvc-root", launcherapi.PVCMountRoot, "where PVC volumes are mounted")
-	fs.StringVar(&cfg.SecretsDir, "secrets-dir", launcherapi.SecretMountRoot, "where cloud-init Secrets are mounted")
+	fs.StringVar(&cfg.PrivateDir, "private-dir", launcherv1.PrivateDir, "the Pod's private directory (sockets, logs, disks)")
+	fs.StringVar(&cfg.PVCRoot, "pvc-root", launcherv1.PVCMountRoot, "where PVC volumes are mounted")
+	fs.StringVar(&cfg.SecretsDir, "secrets-dir", launcherv1.SecretMountRoot, "where cloud-init Secrets are mounted")
 	fs.StringVar(&cfg.LibvirtRoot, "libvirt-root", "/var/lib/virt-launcher", "writable directory for the embedded libvirt driver")
 	fs.StringVar(&cfg.QemuImg, "qemu-img", "qemu-img", "qemu-img binary")
 	fs.DurationVar(&cfg.DefaultGracePeriod, "default-grace-period", 30*time.Second, "grace period on SIGTERM when the VMI sets none")
@@ -97,7 +97,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 func consoleLogCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("console-log", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("private-dir", launcherapi.PrivateDir, "the Pod's private directory")
+	dir := fs.String("private-dir", launcherv1.PrivateDir, "the Pod's private directory")
 	interval := fs.Duration("interval", 250*time.Millisecond, "how often to look for more output")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // Config is what the launcher Pod depends on besides the instance.
@@ -92,22 +92,22 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	for k, v := range vmi.Labels {
 		labels[k] = v
 	}
-	labels[launcherapi.AppLabel] = launcherapi.AppLabelValue
-	labels[launcherapi.DomainLabel] = vmi.Name
-	labels[launcherapi.CreatedByLabel] = string(vmi.UID)
+	labels[launcherv1.AppLabel] = launcherv1.AppLabelValue
+	labels[launcherv1.DomainLabel] = vmi.Name
+	labels[launcherv1.CreatedByLabel] = string(vmi.UID)
 
-	private := corev1.VolumeMount{Name: launcherapi.PrivateVolume, MountPath: launcherapi.PrivateDir}
-	bin := corev1.VolumeMount{Name: launcherapi.BinVolume, MountPath: launcherapi.BinDir}
+	private := corev1.VolumeMount{Name: launcherv1.PrivateVolume, MountPath: launcherv1.PrivateDir}
+	bin := corev1.VolumeMount{Name: launcherv1.BinVolume, MountPath: launcherv1.BinDir}
 	computeMounts := []corev1.VolumeMount{private}
 	volumes := []corev1.Volume{
-		{Name: launcherapi.PrivateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: launcherapi.BinVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: launcherv1.PrivateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: launcherv1.BinVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	inits := []corev1.Container{{
 		Name:            "container-disk-binary",
 		Image:           cfg.LauncherImage,
 		ImagePullPolicy: cfg.LauncherPullPolicy,
-		Command:         []string{launcherapi.ContainerDiskBinary, "install", launcherapi.BinDir},
+		Command:         []string{launcherv1.ContainerDiskBinary, "install", launcherv1.BinDir},
 		VolumeMounts:    []corev1.VolumeMount{bin},
 		Resources:       helperResources(),
 		SecurityContext: containerSecurity(),
@@ -120,7 +120,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			Name:            name,
 			Image:           image,
 			ImagePullPolicy: policy,
-			Command:         []string{path.Join(launcherapi.BinDir, path.Base(launcherapi.ContainerDiskBinary)), "copy", src, dst},
+			Command:         []string{path.Join(launcherv1.BinDir, path.Base(launcherv1.ContainerDiskBinary)), "copy", src, dst},
 			VolumeMounts:    []corev1.VolumeMount{bin, private},
 			Resources:       helperResources(),
 			SecurityContext: containerSecurity(),
@@ -134,7 +134,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			if src == "" {
 				src = "/disk"
 			}
-			dst := path.Join(launcherapi.PrivateDir, launcherapi.DisksDir, v.Name)
+			dst := path.Join(launcherv1.PrivateDir, launcherv1.DisksDir, v.Name)
 			inits = append(inits, copyFrom(fmt.Sprintf("volume%d-containerdisk", i), v.ContainerDisk.Image, v.ContainerDisk.ImagePullPolicy, src, dst))
 		case v.CloudInitNoCloud != nil:
 			for _, ref := range []*corev1.LocalObjectReference{v.CloudInitNoCloud.SecretRef, v.CloudInitNoCloud.NetworkDataSecretRef} {
@@ -144,24 +144,24 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 				mounted[ref.Name] = true
 				volName := fmt.Sprintf("secret%d-%d", i, len(mounted))
 				volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
-				computeMounts = append(computeMounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherapi.SecretMountRoot, ref.Name), ReadOnly: true})
+				computeMounts = append(computeMounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.SecretMountRoot, ref.Name), ReadOnly: true})
 			}
 		case v.PersistentVolumeClaim != nil:
 			volName := fmt.Sprintf("volume%d-pvc", i)
 			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName, ReadOnly: v.PersistentVolumeClaim.ReadOnly},
 			}})
-			computeMounts = append(computeMounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherapi.PVCMountRoot, v.Name), ReadOnly: v.PersistentVolumeClaim.ReadOnly})
+			computeMounts = append(computeMounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.PVCMountRoot, v.Name), ReadOnly: v.PersistentVolumeClaim.ReadOnly})
 		}
 	}
 	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
 		c := fw.KernelBoot.Container
-		dst := path.Join(launcherapi.PrivateDir, launcherapi.KernelBootDir)
+		dst := path.Join(launcherv1.PrivateDir, launcherv1.KernelBootDir)
 		if c.KernelPath != "" {
-			inits = append(inits, copyFrom("kernel-boot-kernel", c.Image, c.ImagePullPolicy, c.KernelPath, path.Join(dst, launcherapi.KernelBootKernel)))
+			inits = append(inits, copyFrom("kernel-boot-kernel", c.Image, c.ImagePullPolicy, c.KernelPath, path.Join(dst, launcherv1.KernelBootKernel)))
 		}
 		if c.InitrdPath != "" {
-			inits = append(inits, copyFrom("kernel-boot-initrd", c.Image, c.ImagePullPolicy, c.InitrdPath, path.Join(dst, launcherapi.KernelBootInitrd)))
+			inits = append(inits, copyFrom("kernel-boot-initrd", c.Image, c.ImagePullPolicy, c.InitrdPath, path.Join(dst, launcherv1.KernelBootInitrd)))
 		}
 	}
 
@@ -171,7 +171,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			Namespace: vmi.Namespace,
 			Labels:    labels,
 			Annotations: map[string]string{
-				"kubectl.kubernetes.io/default-container": launcherapi.ComputeContainer,
+				"kubectl.kubernetes.io/default-container": launcherv1.ComputeContainer,
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vmi, virtv1.SchemeGroupVersion.WithKind("VirtualMachineInstance"))},
 		},
@@ -193,7 +193,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			InitContainers:                inits,
 			Containers: []corev1.Container{
 				{
-					Name:            launcherapi.ComputeContainer,
+					Name:            launcherv1.ComputeContainer,
 					Image:           cfg.LauncherImage,
 					ImagePullPolicy: cfg.LauncherPullPolicy,
 					Command:         []string{"virt-launcher", "run", "--vmi-name", vmi.Name, "--namespace", vmi.Namespace},
@@ -206,7 +206,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 					SecurityContext: containerSecurity(),
 				},
 				{
-					Name:            launcherapi.ConsoleLogContainer,
+					Name:            launcherv1.ConsoleLogContainer,
 					Image:           cfg.LauncherImage,
 					ImagePullPolicy: cfg.LauncherPullPolicy,
 					Command:         []string{"virt-launcher", "console-log"},
@@ -245,8 +245,8 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 		lim[name] = q
 	}
 	if !cfg.UseEmulation {
-		req[corev1.ResourceName(launcherapi.KVMResource)] = resource.MustParse("1")
-		lim[corev1.ResourceName(launcherapi.KVMResource)] = resource.MustParse("1")
+		req[corev1.ResourceName(launcherv1.KVMResource)] = resource.MustParse("1")
+		lim[corev1.ResourceName(launcherv1.KVMResource)] = resource.MustParse("1")
 	}
 	if len(lim) == 0 {
 		lim = nil

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/podvirt/podvirt/launcherapi"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 )
 
 // Follow copies privateDir/serial0.log to w as it grows, from its start, until the launcher has ended,
@@ -23,9 +23,9 @@ import (
 // when its command socket, once seen answering, stops answering (a launcher killed without a chance to
 // write the exit file). interval is how often it looks for more.
 func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.Duration) error {
-	logPath := filepath.Join(privateDir, launcherapi.SerialLog)
-	exitPath := filepath.Join(privateDir, launcherapi.ExitFile)
-	sockPath := filepath.Join(privateDir, launcherapi.CommandSocket)
+	logPath := filepath.Join(privateDir, launcherv1.SerialLog)
+	exitPath := filepath.Join(privateDir, launcherv1.ExitFile)
+	sockPath := filepath.Join(privateDir, launcherv1.CommandSocket)
 	var f *os.File
 	defer func() {
 		if f != nil {

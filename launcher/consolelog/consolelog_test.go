@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/launcher/consolelog"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -65,13 +65,13 @@ func TestFollowUntilExitFile(t *testing.T) {
 	var out syncBuffer
 	errc := make(chan error, 1)
 	go func() { errc <- consolelog.Follow(context.Background(), dir, &out, 5*time.Millisecond) }()
-	logPath := filepath.Join(dir, launcherapi.SerialLog)
+	logPath := filepath.Join(dir, launcherv1.SerialLog)
 	appendTo(t, logPath, "SeaBIOS\r\n")
 	waitFor(t, "first line", func() bool { return out.String() == "SeaBIOS\r\n" })
 	appendTo(t, logPath, "Linux version 6.1\r\n")
 	waitFor(t, "second line", func() bool { return out.String() == "SeaBIOS\r\nLinux version 6.1\r\n" })
 	appendTo(t, logPath, "reboot: Power down\r\n")
-	if err := os.WriteFile(filepath.Join(dir, launcherapi.ExitFile), []byte(`{"state":"Shutoff"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, launcherv1.ExitFile), []byte(`{"state":"Shutoff"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -91,7 +91,7 @@ func TestFollowUntilExitFile(t *testing.T) {
 // function is called.
 func answerOnSocket(t *testing.T, dir string) (die func()) {
 	t.Helper()
-	ln, err := net.Listen("unix", filepath.Join(dir, launcherapi.CommandSocket))
+	ln, err := net.Listen("unix", filepath.Join(dir, launcherv1.CommandSocket))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func answerOnSocket(t *testing.T, dir string) (die func()) {
 func TestFollowStopsWhenLauncherDies(t *testing.T) {
 	dir := t.TempDir()
 	dies := answerOnSocket(t, dir)
-	appendTo(t, filepath.Join(dir, launcherapi.SerialLog), "hello\n")
+	appendTo(t, filepath.Join(dir, launcherv1.SerialLog), "hello\n")
 	var out syncBuffer
 	errc := make(chan error, 1)
 	go func() { errc <- consolelog.Follow(context.Background(), dir, &out, 5*time.Millisecond) }()
@@ -154,7 +154,7 @@ func TestFollowStopsOnContext(t *testing.T) {
 func TestFollowOutlivesSIGTERMWhileTheLauncherRuns(t *testing.T) {
 	dir := t.TempDir()
 	defer answerOnSocket(t, dir)()
-	logPath := filepath.Join(dir, launcherapi.SerialLog)
+	logPath := filepath.Join(dir, launcherv1.SerialLog)
 	appendTo(t, logPath, "booted\n")
 	ctx, sigterm := context.WithCancel(context.Background())
 	var out syncBuffer
@@ -164,7 +164,7 @@ func TestFollowOutlivesSIGTERMWhileTheLauncherRuns(t *testing.T) {
 	sigterm()
 	appendTo(t, logPath, "ACPI power button, powering off\n")
 	waitFor(t, "shutdown line after SIGTERM", func() bool { return strings.Contains(out.String(), "powering off") })
-	if err := os.WriteFile(filepath.Join(dir, launcherapi.ExitFile), []byte(`{"state":"Shutoff"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, launcherv1.ExitFile), []byte(`{"state":"Shutoff"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"github.com/podvirt/podvirt/launcherapi"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/nodeagent/deviceplugin"
 )
 
@@ -90,9 +90,9 @@ func TestRegistersServesAndReregistersAfterKubeletRestart(t *testing.T) {
 	present := filepath.Join(t.TempDir(), "kvm")
 	require.NoError(t, os.WriteFile(present, nil, 0o600))
 	resources := []deviceplugin.Resource{
-		{Name: launcherapi.KVMResource, DevicePath: present, Count: 110},
-		{Name: launcherapi.TunResource, DevicePath: "/dev/net/tun", Count: 110},
-		{Name: launcherapi.VhostNetResource, DevicePath: filepath.Join(dir, "no-such-device"), Count: 3},
+		{Name: launcherv1.KVMResource, DevicePath: present, Count: 110},
+		{Name: launcherv1.TunResource, DevicePath: "/dev/net/tun", Count: 110},
+		{Name: launcherv1.VhostNetResource, DevicePath: filepath.Join(dir, "no-such-device"), Count: 3},
 	}
 	k := startKubelet(t, dir)
 
@@ -164,7 +164,7 @@ func TestRegistersServesAndReregistersAfterKubeletRestart(t *testing.T) {
 
 func TestRetriesUntilKubeletAppears(t *testing.T) {
 	dir := t.TempDir()
-	resources := []deviceplugin.Resource{{Name: launcherapi.TunResource, DevicePath: "/dev/net/tun", Count: 1}}
+	resources := []deviceplugin.Resource{{Name: launcherv1.TunResource, DevicePath: "/dev/net/tun", Count: 1}}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &deviceplugin.Manager{Dir: dir, Resources: resources, CheckInterval: 50 * time.Millisecond}
 	done := make(chan error, 1)
@@ -184,9 +184,9 @@ func TestRetriesUntilKubeletAppears(t *testing.T) {
 
 func TestResourceSocketNames(t *testing.T) {
 	for name, want := range map[string]string{
-		launcherapi.KVMResource:      "podvirt-kvm.sock",
-		launcherapi.TunResource:      "podvirt-tun.sock",
-		launcherapi.VhostNetResource: "podvirt-vhost-net.sock",
+		launcherv1.KVMResource:      "podvirt-kvm.sock",
+		launcherv1.TunResource:      "podvirt-tun.sock",
+		launcherv1.VhostNetResource: "podvirt-vhost-net.sock",
 	} {
 		assert.Equal(t, want, deviceplugin.Resource{Name: name}.SocketName())
 	}

@@ -1,6 +1,6 @@
 // Package deviceplugin is the node agent's kubelet device plugin: it advertises the host devices a
 // launcher Pod needs (/dev/kvm, /dev/net/tun, /dev/vhost-net) as extended resources
-// (launcherapi.KVMResource, TunResource, VhostNetResource) so that unprivileged launcher Pods get them
+// (launcherv1.KVMResource, TunResource, VhostNetResource) so that unprivileged launcher Pods get them
 // through the device cgroup, and it registers again whenever the kubelet restarts.
 //
 // It speaks the kubelet's device plugin API v1beta1 over gRPC: one server per resource on a unix socket

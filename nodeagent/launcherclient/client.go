@@ -1,7 +1,7 @@
 // Package launcherclient is the node agent's client for the launcher's command protocol v1
-// (launcherapi): HTTP/1.1 with JSON bodies over the unix socket launcherapi.CommandSocket in the
+// (api/launcher/v1): HTTP/1.1 with JSON bodies over the unix socket launcherv1.CommandSocket in the
 // launcher's private directory, which the agent reaches from the node through the kubelet's emptyDir
-// path (launcherapi.HostPrivateDir).
+// path (launcherv1.HostPrivateDir).
 //
 // Those host paths are longer than a unix socket address may be (108 bytes on Linux), so the client
 // dials through /proc/self/fd/N/launcher.sock, where N is the private directory opened with O_PATH.
@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podvirt/podvirt/launcherapi"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 )
 
 // ErrUnreachable is wrapped by every error that means no launcher answers on the socket: the socket
@@ -47,7 +47,7 @@ type Error struct {
 	Path string
 	// StatusCode is the HTTP status the launcher answered with.
 	StatusCode int
-	// Message is the launcher's explanation (launcherapi.Error), or the raw body.
+	// Message is the launcher's explanation (launcherv1.Error), or the raw body.
 	Message string
 }
 
@@ -61,8 +61,8 @@ type Client struct {
 	http *http.Client
 }
 
-// New returns a client for the launcher whose private directory (launcherapi.PrivateDir, as seen from
-// here) is dir; the command socket is dir/launcherapi.CommandSocket.
+// New returns a client for the launcher whose private directory (launcherv1.PrivateDir, as seen from
+// here) is dir; the command socket is dir/launcherv1.CommandSocket.
 func New(dir string) *Client {
 	c := &Client{dir: dir}
 	c.http = &http.Client{Transport: &http.Transport{
@@ -73,7 +73,7 @@ func New(dir string) *Client {
 }
 
 // SocketPath is the command socket's path.
-func (c *Client) SocketPath() string { return filepath.Join(c.dir, launcherapi.CommandSocket) }
+func (c *Client) SocketPath() string { return filepath.Join(c.dir, launcherv1.CommandSocket) }
 
 // dial connects to the command socket, through /proc/self/fd when its path is too long.
 func (c *Client) dial(ctx context.Context) (net.Conn, error) {
@@ -88,7 +88,7 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 		return nil, classify(fmt.Errorf("open %s: %w", c.dir, err))
 	}
 	defer func() { _ = unix.Close(fd) }()
-	conn, err := d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, launcherapi.CommandSocket))
+	conn, err := d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, launcherv1.CommandSocket))
 	if err != nil {
 		return nil, classify(fmt.Errorf("dial %s: %w", path, err))
 	}
@@ -106,19 +106,19 @@ func classify(err error) error {
 	return err
 }
 
-// ExitStatus is the status the launcher left in launcherapi.ExitFile when it exited; nil while no
+// ExitStatus is the status the launcher left in launcherv1.ExitFile when it exited; nil while no
 // such file exists (the launcher runs, or is still starting).
-func (c *Client) ExitStatus() (*launcherapi.Status, error) {
-	raw, err := os.ReadFile(filepath.Join(c.dir, launcherapi.ExitFile))
+func (c *Client) ExitStatus() (*launcherv1.Status, error) {
+	raw, err := os.ReadFile(filepath.Join(c.dir, launcherv1.ExitFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("read launcher exit status: %w", err)
 	}
-	var st launcherapi.Status
+	var st launcherv1.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("decode launcher exit status %s: %w", launcherapi.ExitFile, err)
+		return nil, fmt.Errorf("decode launcher exit status %s: %w", launcherv1.ExitFile, err)
 	}
 	return &st, nil
 }
@@ -128,49 +128,49 @@ func (c *Client) Ping(ctx context.Context) (string, error) {
 	var reply struct {
 		Version string `json:"version"`
 	}
-	if err := c.do(ctx, http.MethodGet, launcherapi.PathPing, nil, &reply, DefaultTimeout); err != nil {
+	if err := c.do(ctx, http.MethodGet, launcherv1.PathPing, nil, &reply, DefaultTimeout); err != nil {
 		return "", err
 	}
 	return reply.Version, nil
 }
 
 // Sync hands the launcher its VMI; it defines and starts the domain if it is not yet.
-func (c *Client) Sync(ctx context.Context, req launcherapi.SyncRequest) (launcherapi.Status, error) {
-	var st launcherapi.Status
-	err := c.do(ctx, http.MethodPost, launcherapi.PathSync, req, &st, SyncTimeout)
+func (c *Client) Sync(ctx context.Context, req launcherv1.SyncRequest) (launcherv1.Status, error) {
+	var st launcherv1.Status
+	err := c.do(ctx, http.MethodPost, launcherv1.PathSync, req, &st, SyncTimeout)
 	return st, err
 }
 
 // Shutdown asks for an ACPI power-off; the launcher kills the guest after gracePeriodSeconds (at once
 // for 0).
 func (c *Client) Shutdown(ctx context.Context, gracePeriodSeconds int64) error {
-	req := launcherapi.ShutdownRequest{GracePeriodSeconds: gracePeriodSeconds}
-	return c.do(ctx, http.MethodPost, launcherapi.PathShutdown, req, nil, DefaultTimeout)
+	req := launcherv1.ShutdownRequest{GracePeriodSeconds: gracePeriodSeconds}
+	return c.do(ctx, http.MethodPost, launcherv1.PathShutdown, req, nil, DefaultTimeout)
 }
 
 // Kill stops the guest at once.
 func (c *Client) Kill(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, launcherapi.PathKill, nil, nil, DefaultTimeout)
+	return c.do(ctx, http.MethodPost, launcherv1.PathKill, nil, nil, DefaultTimeout)
 }
 
 // Pause pauses the guest.
-func (c *Client) Pause(ctx context.Context) (launcherapi.Status, error) {
-	var st launcherapi.Status
-	err := c.do(ctx, http.MethodPost, launcherapi.PathPause, nil, &st, DefaultTimeout)
+func (c *Client) Pause(ctx context.Context) (launcherv1.Status, error) {
+	var st launcherv1.Status
+	err := c.do(ctx, http.MethodPost, launcherv1.PathPause, nil, &st, DefaultTimeout)
 	return st, err
 }
 
 // Unpause resumes a paused guest.
-func (c *Client) Unpause(ctx context.Context) (launcherapi.Status, error) {
-	var st launcherapi.Status
-	err := c.do(ctx, http.MethodPost, launcherapi.PathUnpause, nil, &st, DefaultTimeout)
+func (c *Client) Unpause(ctx context.Context) (launcherv1.Status, error) {
+	var st launcherv1.Status
+	err := c.do(ctx, http.MethodPost, launcherv1.PathUnpause, nil, &st, DefaultTimeout)
 	return st, err
 }
 
 // Status reports the guest's state.
-func (c *Client) Status(ctx context.Context) (launcherapi.Status, error) {
-	var st launcherapi.Status
-	err := c.do(ctx, http.MethodGet, launcherapi.PathStatus, nil, &st, DefaultTimeout)
+func (c *Client) Status(ctx context.Context) (launcherv1.Status, error) {
+	var st launcherv1.Status
+	err := c.do(ctx, http.MethodGet, launcherv1.PathStatus, nil, &st, DefaultTimeout)
 	return st, err
 }
 
@@ -204,7 +204,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, timeo
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := &Error{Path: path, StatusCode: resp.StatusCode, Message: string(bytes.TrimSpace(raw))}
-		var le launcherapi.Error
+		var le launcherv1.Error
 		if json.Unmarshal(raw, &le) == nil && le.Message != "" {
 			e.Message = le.Message
 		}

@@ -13,16 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 	"github.com/podvirt/podvirt/nodeagent/launchertest"
 )
 
 // longDir is a private directory as deep as the kubelet's: its socket path does not fit a unix address.
 func longDir(t *testing.T) string {
-	dir := launcherapi.HostPrivateDir(filepath.Join(t.TempDir(), "var", "lib", "kubelet"), "0b4c5a57-8d1e-4e0f-9a0c-6a4f3b0f2d11")
-	require.Greater(t, len(filepath.Join(dir, launcherapi.CommandSocket)), 108, "the test must exercise the long-path dial")
+	dir := launcherv1.HostPrivateDir(filepath.Join(t.TempDir(), "var", "lib", "kubelet"), "0b4c5a57-8d1e-4e0f-9a0c-6a4f3b0f2d11")
+	require.Greater(t, len(filepath.Join(dir, launcherv1.CommandSocket)), 108, "the test must exercise the long-path dial")
 	return dir
 }
 
@@ -43,49 +43,49 @@ func TestProtocolOverRealSocket(t *testing.T) {
 
 			v, err := c.Ping(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, launcherapi.Version, v)
+			assert.Equal(t, launcherv1.Version, v)
 
 			st, err := c.Status(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, launcherapi.DomainNone, st.State)
+			assert.Equal(t, launcherv1.DomainNone, st.State)
 
 			vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm1", Namespace: "ns"}}
 			raw, err := json.Marshal(vmi)
 			require.NoError(t, err)
-			st, err = c.Sync(ctx, launcherapi.SyncRequest{VMI: raw, Emulation: true})
+			st, err = c.Sync(ctx, launcherv1.SyncRequest{VMI: raw, Emulation: true})
 			require.NoError(t, err)
-			assert.Equal(t, launcherapi.DomainRunning, st.State)
+			assert.Equal(t, launcherv1.DomainRunning, st.State)
 			assert.True(t, st.Emulation)
 			require.Len(t, l.Syncs(), 1)
 			assert.JSONEq(t, string(raw), string(l.Syncs()[0].VMI), "the launcher got the VMI as sent")
 
 			st, err = c.Pause(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, launcherapi.DomainPaused, st.State)
+			assert.Equal(t, launcherv1.DomainPaused, st.State)
 
 			_, err = c.Pause(ctx)
 			var lerr *launcherclient.Error
 			require.ErrorAs(t, err, &lerr, "pausing a paused guest is refused")
 			assert.Equal(t, http.StatusConflict, lerr.StatusCode)
-			assert.Equal(t, launcherapi.PathPause, lerr.Path)
+			assert.Equal(t, launcherv1.PathPause, lerr.Path)
 			assert.Contains(t, lerr.Message, `guest is "Paused"`, "the launcher's message is decoded from its JSON error body")
 			assert.False(t, errors.Is(err, launcherclient.ErrUnreachable))
 
 			st, err = c.Unpause(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, launcherapi.DomainRunning, st.State)
+			assert.Equal(t, launcherv1.DomainRunning, st.State)
 
 			require.NoError(t, c.Shutdown(ctx, 7))
-			assert.Equal(t, []launcherapi.ShutdownRequest{{GracePeriodSeconds: 7}}, l.Shutdowns())
+			assert.Equal(t, []launcherv1.ShutdownRequest{{GracePeriodSeconds: 7}}, l.Shutdowns())
 			st, err = c.Status(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, launcherapi.DomainShuttingDown, st.State)
+			assert.Equal(t, launcherv1.DomainShuttingDown, st.State)
 
 			require.NoError(t, c.Kill(ctx))
 			assert.Equal(t, 1, l.Kills())
 			st, err = c.Status(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, launcherapi.DomainCrashed, st.State)
+			assert.Equal(t, launcherv1.DomainCrashed, st.State)
 
 			require.NoError(t, l.Close())
 			_, err = c.Status(ctx)
@@ -112,7 +112,7 @@ func TestExitStatus(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, st, "no exit file while the launcher runs")
 
-	final := launcherapi.Status{State: launcherapi.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}
+	final := launcherv1.Status{State: launcherv1.DomainCrashed, Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}
 	require.NoError(t, l.Exit(final))
 	_, err = c.Status(context.Background())
 	require.ErrorIs(t, err, launcherclient.ErrUnreachable)

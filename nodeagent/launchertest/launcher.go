@@ -1,4 +1,4 @@
-// Package launchertest serves the launcher's command protocol v1 (launcherapi) on a real unix socket
+// Package launchertest serves the launcher's command protocol v1 (api/launcher/v1) on a real unix socket
 // with a scripted guest instead of libvirt, for tests of the protocol's clients (the node agent). It is
 // the test double at the one boundary that is not Kubernetes: what it records (syncs, shutdowns) is
 // what a client really sent over the socket.
@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 )
 
 // Launcher is a protocol v1 server whose guest is a state machine: Sync starts it (Running, or Paused
@@ -26,9 +26,9 @@ import (
 // decides when it reaches Shutoff with SetState), Kill crashes it. Safe for concurrent use.
 type Launcher struct {
 	mu        sync.Mutex
-	status    launcherapi.Status
-	syncs     []launcherapi.SyncRequest
-	shutdowns []launcherapi.ShutdownRequest
+	status    launcherv1.Status
+	syncs     []launcherv1.SyncRequest
+	shutdowns []launcherv1.ShutdownRequest
 	kills     int
 
 	dir       string
@@ -38,7 +38,7 @@ type Launcher struct {
 	closeErr  error
 }
 
-// Start listens on dir/launcherapi.CommandSocket (dir is created if missing; paths longer than a unix
+// Start listens on dir/launcherv1.CommandSocket (dir is created if missing; paths longer than a unix
 // socket address may be are bound through /proc/self/fd) and serves until Close.
 func Start(dir string) (*Launcher, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -50,20 +50,20 @@ func Start(dir string) (*Launcher, error) {
 	}
 	l := &Launcher{dir: dir, served: make(chan error, 1)}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+launcherapi.PathPing, l.ping)
-	mux.HandleFunc("POST "+launcherapi.PathSync, l.sync)
-	mux.HandleFunc("POST "+launcherapi.PathShutdown, l.shutdown)
-	mux.HandleFunc("POST "+launcherapi.PathKill, l.kill)
-	mux.HandleFunc("POST "+launcherapi.PathPause, l.pause)
-	mux.HandleFunc("POST "+launcherapi.PathUnpause, l.unpause)
-	mux.HandleFunc("GET "+launcherapi.PathStatus, l.getStatus)
+	mux.HandleFunc("GET "+launcherv1.PathPing, l.ping)
+	mux.HandleFunc("POST "+launcherv1.PathSync, l.sync)
+	mux.HandleFunc("POST "+launcherv1.PathShutdown, l.shutdown)
+	mux.HandleFunc("POST "+launcherv1.PathKill, l.kill)
+	mux.HandleFunc("POST "+launcherv1.PathPause, l.pause)
+	mux.HandleFunc("POST "+launcherv1.PathUnpause, l.unpause)
+	mux.HandleFunc("GET "+launcherv1.PathStatus, l.getStatus)
 	l.srv = &http.Server{Handler: mux}
 	go func() { l.served <- l.srv.Serve(ln) }()
 	return l, nil
 }
 
 func listen(dir string) (net.Listener, error) {
-	path := filepath.Join(dir, launcherapi.CommandSocket)
+	path := filepath.Join(dir, launcherv1.CommandSocket)
 	_ = os.Remove(path)
 	if len(path) <= 107 {
 		ln, err := net.Listen("unix", path)
@@ -77,7 +77,7 @@ func listen(dir string) (net.Listener, error) {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer func() { _ = unix.Close(fd) }()
-	ln, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, launcherapi.CommandSocket))
+	ln, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, launcherv1.CommandSocket))
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
@@ -102,8 +102,8 @@ func (l *Launcher) Close() error {
 }
 
 // Exit ends the launcher as the real one does when its guest is gone: it stops serving and leaves its
-// final status in launcherapi.ExitFile.
-func (l *Launcher) Exit(final launcherapi.Status) error {
+// final status in launcherv1.ExitFile.
+func (l *Launcher) Exit(final launcherv1.Status) error {
 	if err := l.Close(); err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (l *Launcher) Exit(final launcherapi.Status) error {
 	if err != nil {
 		return fmt.Errorf("encode exit status: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(l.dir, launcherapi.ExitFile), raw, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(l.dir, launcherv1.ExitFile), raw, 0o644); err != nil {
 		return fmt.Errorf("write exit file: %w", err)
 	}
 	return nil
@@ -119,31 +119,31 @@ func (l *Launcher) Exit(final launcherapi.Status) error {
 
 // SetState scripts the guest: it moves to state with the given reason and message (e.g. Shutoff after a
 // guest power-off, Crashed when qemu dies).
-func (l *Launcher) SetState(state launcherapi.DomainState, reason, message string) {
+func (l *Launcher) SetState(state launcherv1.DomainState, reason, message string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.status.State, l.status.Reason, l.status.Message = state, reason, message
 }
 
 // Status is the guest's current status.
-func (l *Launcher) Status() launcherapi.Status {
+func (l *Launcher) Status() launcherv1.Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.status
 }
 
 // Syncs are the sync requests received so far.
-func (l *Launcher) Syncs() []launcherapi.SyncRequest {
+func (l *Launcher) Syncs() []launcherv1.SyncRequest {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]launcherapi.SyncRequest(nil), l.syncs...)
+	return append([]launcherv1.SyncRequest(nil), l.syncs...)
 }
 
 // Shutdowns are the shutdown requests received so far.
-func (l *Launcher) Shutdowns() []launcherapi.ShutdownRequest {
+func (l *Launcher) Shutdowns() []launcherv1.ShutdownRequest {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]launcherapi.ShutdownRequest(nil), l.shutdowns...)
+	return append([]launcherv1.ShutdownRequest(nil), l.shutdowns...)
 }
 
 // Kills is how many kill requests were received.
@@ -154,11 +154,11 @@ func (l *Launcher) Kills() int {
 }
 
 func (l *Launcher) ping(w http.ResponseWriter, _ *http.Request) {
-	reply(w, http.StatusOK, map[string]string{"version": launcherapi.Version})
+	reply(w, http.StatusOK, map[string]string{"version": launcherv1.Version})
 }
 
 func (l *Launcher) sync(w http.ResponseWriter, r *http.Request) {
-	var req launcherapi.SyncRequest
+	var req launcherv1.SyncRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		replyError(w, http.StatusBadRequest, "decode sync request: "+err.Error())
 		return
@@ -171,17 +171,17 @@ func (l *Launcher) sync(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.syncs = append(l.syncs, req)
-	if l.status.State == launcherapi.DomainNone {
-		l.status = launcherapi.Status{State: launcherapi.DomainRunning, Emulation: req.Emulation, QemuPID: 42, Interfaces: interfaces(&vmi)}
+	if l.status.State == launcherv1.DomainNone {
+		l.status = launcherv1.Status{State: launcherv1.DomainRunning, Emulation: req.Emulation, QemuPID: 42, Interfaces: interfaces(&vmi)}
 		if vmi.Spec.StartStrategy != nil && *vmi.Spec.StartStrategy == virtv1.StartStrategyPaused {
-			l.status.State = launcherapi.DomainPaused
+			l.status.State = launcherv1.DomainPaused
 		}
 	}
 	reply(w, http.StatusOK, l.status)
 }
 
 // interfaces invents a MAC for every interface of the VMI (the default pod network when it has none).
-func interfaces(vmi *virtv1.VirtualMachineInstance) []launcherapi.Interface {
+func interfaces(vmi *virtv1.VirtualMachineInstance) []launcherv1.Interface {
 	names := []string{"default"}
 	if spec := vmi.Spec.Domain.Devices.Interfaces; len(spec) > 0 {
 		names = names[:0]
@@ -189,15 +189,15 @@ func interfaces(vmi *virtv1.VirtualMachineInstance) []launcherapi.Interface {
 			names = append(names, i.Name)
 		}
 	}
-	out := make([]launcherapi.Interface, 0, len(names))
+	out := make([]launcherv1.Interface, 0, len(names))
 	for n, name := range names {
-		out = append(out, launcherapi.Interface{Name: name, MAC: fmt.Sprintf("02:00:00:00:00:%02x", n+1), IPs: []string{"10.0.2.2"}})
+		out = append(out, launcherv1.Interface{Name: name, MAC: fmt.Sprintf("02:00:00:00:00:%02x", n+1), IPs: []string{"10.0.2.2"}})
 	}
 	return out
 }
 
 func (l *Launcher) shutdown(w http.ResponseWriter, r *http.Request) {
-	var req launcherapi.ShutdownRequest
+	var req launcherv1.ShutdownRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		replyError(w, http.StatusBadRequest, "decode shutdown request: "+err.Error())
 		return
@@ -206,8 +206,8 @@ func (l *Launcher) shutdown(w http.ResponseWriter, r *http.Request) {
 	defer l.mu.Unlock()
 	l.shutdowns = append(l.shutdowns, req)
 	switch l.status.State {
-	case launcherapi.DomainRunning, launcherapi.DomainPaused:
-		l.status.State, l.status.Reason = launcherapi.DomainShuttingDown, "ShutdownRequested"
+	case launcherv1.DomainRunning, launcherv1.DomainPaused:
+		l.status.State, l.status.Reason = launcherv1.DomainShuttingDown, "ShutdownRequested"
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
@@ -216,21 +216,21 @@ func (l *Launcher) kill(w http.ResponseWriter, _ *http.Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.kills++
-	if l.status.State != launcherapi.DomainNone {
-		l.status.State, l.status.Reason, l.status.Message = launcherapi.DomainCrashed, "Killed", "the guest was killed on request"
+	if l.status.State != launcherv1.DomainNone {
+		l.status.State, l.status.Reason, l.status.Message = launcherv1.DomainCrashed, "Killed", "the guest was killed on request"
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
 func (l *Launcher) pause(w http.ResponseWriter, _ *http.Request) {
-	l.toggle(w, launcherapi.DomainRunning, launcherapi.DomainPaused)
+	l.toggle(w, launcherv1.DomainRunning, launcherv1.DomainPaused)
 }
 
 func (l *Launcher) unpause(w http.ResponseWriter, _ *http.Request) {
-	l.toggle(w, launcherapi.DomainPaused, launcherapi.DomainRunning)
+	l.toggle(w, launcherv1.DomainPaused, launcherv1.DomainRunning)
 }
 
-func (l *Launcher) toggle(w http.ResponseWriter, from, to launcherapi.DomainState) {
+func (l *Launcher) toggle(w http.ResponseWriter, from, to launcherv1.DomainState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.status.State != from {
@@ -252,5 +252,5 @@ func reply(w http.ResponseWriter, code int, body any) {
 }
 
 func replyError(w http.ResponseWriter, code int, msg string) {
-	reply(w, code, launcherapi.Error{Message: msg})
+	reply(w, code, launcherv1.Error{Message: msg})
 }

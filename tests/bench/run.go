@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -98,7 +98,7 @@ func (r *runner) launcherPod(ctx context.Context, uid string) (*corev1.Pod, erro
 	var pod *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
-		err := r.f.Client.List(ctx, &pods, client.InNamespace(r.f.Namespace), client.MatchingLabels{launcherapi.CreatedByLabel: uid})
+		err := r.f.Client.List(ctx, &pods, client.InNamespace(r.f.Namespace), client.MatchingLabels{launcherv1.CreatedByLabel: uid})
 		if err != nil || len(pods.Items) != 1 {
 			return false, nil
 		}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -66,7 +66,7 @@ func TestAlwaysVMGetsALauncherPodAndSurvivesItsDeletion(t *testing.T) {
 			return false, err
 		}
 		var pods corev1.PodList
-		if err := f.Client.List(ctx, &pods, client.InNamespace(f.Namespace), client.MatchingLabels{launcherapi.CreatedByLabel: string(first.UID)}); err != nil {
+		if err := f.Client.List(ctx, &pods, client.InNamespace(f.Namespace), client.MatchingLabels{launcherv1.CreatedByLabel: string(first.UID)}); err != nil {
 			return false, err
 		}
 		if len(pods.Items) != 1 {
@@ -75,7 +75,7 @@ func TestAlwaysVMGetsALauncherPodAndSurvivesItsDeletion(t *testing.T) {
 		pod = pods.Items[0]
 		return pod.Spec.NodeName != "", fmt.Errorf("pod %s not scheduled (phase %s)", pod.Name, pod.Status.Phase)
 	})
-	if pod.Labels[launcherapi.DomainLabel] != "immortal" || pod.Labels[launcherapi.AppLabel] != launcherapi.AppLabelValue {
+	if pod.Labels[launcherv1.DomainLabel] != "immortal" || pod.Labels[launcherv1.AppLabel] != launcherv1.AppLabelValue {
 		t.Fatalf("launcher pod labels: %v", pod.Labels)
 	}
 

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -86,7 +86,7 @@ func waitGone(t *testing.T, f *framework.Framework, name string, timeout time.Du
 func consoleContains(t *testing.T, f *framework.Framework, vmi *virtv1.VirtualMachineInstance, text string) {
 	t.Helper()
 	f.Eventually(fmt.Sprintf("%q on the console of %s", text, vmi.Name), bootTimeout, func(context.Context) (bool, error) {
-		logs := f.PodLogs(vmi.Status.LauncherPod, launcherapi.ConsoleLogContainer)
+		logs := f.PodLogs(vmi.Status.LauncherPod, launcherv1.ConsoleLogContainer)
 		return strings.Contains(logs, text), fmt.Errorf("console so far:\n%s", tail(logs, 20))
 	})
 }
@@ -108,7 +108,7 @@ type consoleStream struct {
 
 func followConsole(t *testing.T, f *framework.Framework, vmi *virtv1.VirtualMachineInstance) *consoleStream {
 	t.Helper()
-	req := f.Clientset.CoreV1().Pods(f.Namespace).GetLogs(vmi.Status.LauncherPod, &corev1.PodLogOptions{Container: launcherapi.ConsoleLogContainer, Follow: true})
+	req := f.Clientset.CoreV1().Pods(f.Namespace).GetLogs(vmi.Status.LauncherPod, &corev1.PodLogOptions{Container: launcherv1.ConsoleLogContainer, Follow: true})
 	rc, err := req.Stream(f.Context())
 	if err != nil {
 		t.Fatalf("follow console: %v", err)

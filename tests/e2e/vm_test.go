@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcherapi"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -44,7 +44,7 @@ func TestSeedVMCirrosBootsAndRunsUserData(t *testing.T) {
 	if got := vmi.Spec.Domain.Resources.Requests.Memory().Value(); got != 64_000_000 {
 		t.Errorf("instance memory %d, want the seed's 64000000", got)
 	}
-	logs := f.PodLogs(vmi.Status.LauncherPod, launcherapi.ComputeContainer)
+	logs := f.PodLogs(vmi.Status.LauncherPod, launcherv1.ComputeContainer)
 	if !strings.Contains(logs, "asked 64000000 bytes, qemu got 65011712 bytes") {
 		t.Errorf("the launcher did not give qemu 64M rounded to whole MiB; its log:\n%s", tail(logs, 10))
 	}
@@ -241,8 +241,8 @@ func TestPVCDiskKeepsDataAcrossStopStart(t *testing.T) {
 
 	first := waitRunning(t, f, "keeper", "")
 	consoleContains(t, f, first, "data-sha256: ")
-	written := shaLine.FindStringSubmatch(f.PodLogs(first.Status.LauncherPod, launcherapi.ConsoleLogContainer))
-	if written == nil || !strings.Contains(f.PodLogs(first.Status.LauncherPod, launcherapi.ConsoleLogContainer), "data-disk: written") {
+	written := shaLine.FindStringSubmatch(f.PodLogs(first.Status.LauncherPod, launcherv1.ConsoleLogContainer))
+	if written == nil || !strings.Contains(f.PodLogs(first.Status.LauncherPod, launcherv1.ConsoleLogContainer), "data-disk: written") {
 		t.Fatalf("first boot did not write the data disk")
 	}
 
@@ -251,7 +251,7 @@ func TestPVCDiskKeepsDataAcrossStopStart(t *testing.T) {
 	setRunStrategy(t, f, "keeper", virtv1.RunStrategyAlways)
 	second := waitRunning(t, f, "keeper", string(first.UID))
 	consoleContains(t, f, second, "data-sha256: ")
-	logs := f.PodLogs(second.Status.LauncherPod, launcherapi.ConsoleLogContainer)
+	logs := f.PodLogs(second.Status.LauncherPod, launcherv1.ConsoleLogContainer)
 	read := shaLine.FindStringSubmatch(logs)
 	if read == nil || read[1] != written[1] || strings.Contains(logs, "data-disk: written") {
 		t.Fatalf("data changed across stop/start: wrote %s, read %v; console:\n%s", written[1], read, tail(logs, 15))

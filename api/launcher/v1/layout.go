@@ -1,4 +1,4 @@
-package launcherapi
+package v1
 
 // Names and paths inside the launcher Pod. The controller renders the Pod with them, the launcher
 // creates its files there, and the node agent reaches the same directory from the node through the

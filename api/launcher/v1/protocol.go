@@ -1,4 +1,4 @@
-package launcherapi
+package v1
 
 // Command protocol, version 1: HTTP/1.1 over the unix socket CommandSocket, JSON bodies.
 //
