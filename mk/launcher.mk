@@ -27,11 +27,11 @@ launcher-bins: launcher-deps
 # Debian package versions it copies from.
 .PHONY: image-virt-launcher
 image-virt-launcher: launcher-bins
-	@key=$$( { sha256sum $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk launcher/image/rootfs.sh | cut -d' ' -f1; \
+	@key=$$( { sha256sum $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk nodeagent/launcher/image/rootfs.sh | cut -d' ' -f1; \
 	  dpkg-query -W qemu-system-x86 qemu-utils ipxe-qemu seabios libvirt0 libvirt-daemon-driver-qemu libc6; } | sha256sum | cut -c1-16); \
 	if [ -f $(IMAGE_CACHE)/virt-launcher.tar ] && [ "$$(cat $(IMAGE_BUILD)/virt-launcher.key 2>/dev/null)" = "$$key" ]; then \
 	  echo "virt-launcher image up to date ($$key)"; exit 0; fi; \
-	set -e; launcher/image/rootfs.sh $(LAUNCHER_ROOTFS) $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk; \
+	set -e; nodeagent/launcher/image/rootfs.sh $(LAUNCHER_ROOTFS) $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk; \
 	$(PODVIRT_IMAGE) build --name $(LAUNCHER_IMAGE) --layer $(LAUNCHER_ROOTFS)=/ \
 	  --entrypoint /usr/bin/virt-launcher --user 107:107 --env PATH=/usr/bin --out $(IMAGE_CACHE)/virt-launcher.tar; \
 	echo "$$key" > $(IMAGE_BUILD)/virt-launcher.key; \
@@ -43,8 +43,8 @@ launcher-image: ## Build the launcher image into $(IMAGE_CACHE)/virt-launcher.ta
 
 .PHONY: launcher-test
 launcher-test: launcher-deps ## Launcher tests: unit, real integration (root: qemu + libvirt), image smoke boot
-	go test -count=1 ./domainxml/ ./cloudinit/ ./launcher/... ./cmd/container-disk/ ./cmd/virt-launcher/
-	$(HEAVY) go test -tags launcher -count=1 -timeout 15m -v ./launcher/
+	go test -count=1 ./nodeagent/launcher/... ./cmd/container-disk/ ./cmd/virt-launcher/
+	$(HEAVY) go test -tags launcher -count=1 -timeout 15m -v ./nodeagent/launcher/
 	$(MAKE) --no-print-directory launcher-image
-	$(HEAVY) launcher/image/smoke.sh $(LAUNCHER_ROOTFS)
+	$(HEAVY) nodeagent/launcher/image/smoke.sh $(LAUNCHER_ROOTFS)
 

@@ -13,7 +13,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/podvirt/podvirt/launcher/diskcopy"
+	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 )
 
 func main() {

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
-	"github.com/podvirt/podvirt/launcher"
-	"github.com/podvirt/podvirt/launcher/consolelog"
-	"github.com/podvirt/podvirt/launcher/pid1"
+	"github.com/podvirt/podvirt/nodeagent/launcher"
+	"github.com/podvirt/podvirt/nodeagent/launcher/consolelog"
+	"github.com/podvirt/podvirt/nodeagent/launcher/pid1"
 )
 
 const usage = `usage:

@@ -14,8 +14,8 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/cloudinit"
-	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/nodeagent/launcher/cloudinit"
+	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
 // qcow2Magic starts every qcow2 image ("QFI\xfb").

@@ -13,8 +13,8 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/qemumem"
-	"github.com/podvirt/podvirt/launcher"
-	"github.com/podvirt/podvirt/launcher/diskcopy"
+	"github.com/podvirt/podvirt/nodeagent/launcher"
+	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 )
 
 // demoGuest is the directory of the demo guest (busybox + small kernel) another part of the project

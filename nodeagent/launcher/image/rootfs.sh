@@ -4,7 +4,7 @@
 # shared-library closure (ldd), the firmware q35 guests use, libvirt's CPU map, and the two Podvirt
 # binaries. No shell, no package manager, no apt metadata.
 #
-#   launcher/image/rootfs.sh OUT_DIR VIRT_LAUNCHER CONTAINER_DISK
+#   nodeagent/launcher/image/rootfs.sh OUT_DIR VIRT_LAUNCHER CONTAINER_DISK
 set -euo pipefail
 
 out=$1 launcher=$2 containerdisk=$3

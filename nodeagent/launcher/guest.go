@@ -17,7 +17,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
 // Reasons in Status.

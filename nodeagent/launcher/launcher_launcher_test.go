@@ -23,8 +23,8 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/launcher"
-	"github.com/podvirt/podvirt/launcher/diskcopy"
+	"github.com/podvirt/podvirt/nodeagent/launcher"
+	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 )
 
 const bootMarker = "PODVIRT-BOOT-SECTOR-OK"

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/cloudinit"
+	"github.com/podvirt/podvirt/nodeagent/launcher/cloudinit"
 )
 
 func vmiWith(src virtv1.CloudInitNoCloudSource) *virtv1.VirtualMachineInstance {

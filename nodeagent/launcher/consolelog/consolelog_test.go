@@ -12,7 +12,7 @@ import (
 	"time"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
-	"github.com/podvirt/podvirt/launcher/consolelog"
+	"github.com/podvirt/podvirt/nodeagent/launcher/consolelog"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.

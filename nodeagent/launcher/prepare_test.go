@@ -11,7 +11,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
 func fileFor(path, volume string) domainxml.File {

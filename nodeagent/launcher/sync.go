@@ -15,7 +15,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
 // sync defines and starts the domain on the first request; later requests for the same VMI only

@@ -4,7 +4,7 @@
 # /var/run/podvirt. Checks sync → serial output → ACPI shutdown → exit 0. Needs root on the host (to
 # set up the namespaces) and curl.
 #
-#   launcher/image/smoke.sh ROOTFS_DIR
+#   nodeagent/launcher/image/smoke.sh ROOTFS_DIR
 set -euo pipefail
 rootfs=$(realpath "$1")
 here=$(dirname "$(realpath "$0")")

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/podvirt/podvirt/launcher/diskcopy"
+	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 )
 
 // image writes a 16 MiB file with data only in its first and last 4 KiB.

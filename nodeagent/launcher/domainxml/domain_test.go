@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/domainxml"
+	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
