@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/podvirt/podvirt/localcluster"
+	"github.com/podvirt/podvirt/internal/localcluster"
 )
 
 func main() {

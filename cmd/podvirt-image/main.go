@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podvirt/podvirt/localcluster"
-	"github.com/podvirt/podvirt/ociimage"
+	"github.com/podvirt/podvirt/internal/localcluster"
+	"github.com/podvirt/podvirt/internal/ociimage"
 )
 
 func main() {

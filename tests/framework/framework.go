@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/podvirt/podvirt/internal/localcluster"
 	"github.com/podvirt/podvirt/internal/testenv"
-	"github.com/podvirt/podvirt/localcluster"
 )
 
 // Framework is one test's view of the cluster.

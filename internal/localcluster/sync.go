@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/podvirt/podvirt/ociimage"
+	"github.com/podvirt/podvirt/internal/ociimage"
 )
 
 // BuildPauseImage builds the sandbox image into the image cache and returns the tarball's path.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/podvirt/podvirt/ociimage"
+	"github.com/podvirt/podvirt/internal/ociimage"
 )
 
 // BuildStaticBinary compiles a Go main package of the repository as a static binary.
