@@ -1,18 +1,18 @@
-# Demo guest images (guest/build.sh): a tiny kernel from linux-source-6.1, a busybox initramfs, a bootable
+# Demo guest images (hack/guest/build.sh): a tiny kernel from linux-source-6.1, a busybox initramfs, a bootable
 # containerDisk qcow2 and the OCI image tarballs, cached under $(PODVIRT_CACHE)/guest/<version-key>/.
 # See docs/guest-images.md.
 
 .PHONY: guest-images
 guest-images: ## Build (or reuse) the demo guest and its image tarballs; prints the output directory
-	guest/build.sh
+	hack/guest/build.sh
 
 .PHONY: guest-kernel
 guest-kernel: ## Build (or reuse) only the demo guest kernel (several minutes the first time)
-	guest/build.sh kernel
+	hack/guest/build.sh kernel
 
 .PHONY: guest-images-import
 guest-images-import: ## Import the demo guest images into the local cluster's containerd (cluster must be up)
-	guest/build.sh import
+	hack/guest/build.sh import
 
 .PHONY: guest-test
 guest-test: guest-images ## Boot both demo guest images under qemu (TCG, 62 MiB) and check banner, user-data, HTTP, disk, ACPI power-off
@@ -23,5 +23,5 @@ IMAGE_TARGETS += image-demo-kernelboot image-demo-containerdisk
 
 .PHONY: image-demo-kernelboot image-demo-containerdisk
 image-demo-kernelboot image-demo-containerdisk: image-demo-%:
-	@dir=$$(guest/build.sh | tail -n 1) && mkdir -p $(IMAGE_CACHE) && \
+	@dir=$$(hack/guest/build.sh | tail -n 1) && mkdir -p $(IMAGE_CACHE) && \
 	  cp --reflink=auto $$dir/$*.tar $(IMAGE_CACHE)/demo-$*.tar && echo "wrote $(IMAGE_CACHE)/demo-$*.tar"

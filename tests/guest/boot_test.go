@@ -28,26 +28,26 @@ const libvirtMemoryFor64M = "62M"
 // seedUserData is the user-data of the seed's example VM (a NoCloud shell script).
 const seedUserData = "#!/bin/sh\n\necho 'printed from cloud-init userdata'\n"
 
-// guestBuild is the output of guest/build.sh: the image files and the facts it recorded in guest.env.
+// guestBuild is the output of hack/guest/build.sh: the image files and the facts it recorded in guest.env.
 type guestBuild struct {
 	dir string
 	env map[string]string
 }
 
-// buildGuest runs guest/build.sh (cached: seconds when nothing changed) and reads its guest.env.
+// buildGuest runs hack/guest/build.sh (cached: seconds when nothing changed) and reads its guest.env.
 func buildGuest(t *testing.T) guestBuild {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(root, "guest", "build.sh"))
+	cmd := exec.Command(filepath.Join(root, "hack", "guest", "build.sh"))
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("guest/build.sh: %v\n%s", err, stderr.String())
+		t.Fatalf("hack/guest/build.sh: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	b := guestBuild{dir: lines[len(lines)-1], env: map[string]string{}}

@@ -2,19 +2,19 @@
 # Builds the Podvirt demo guest from Debian packages only and caches it by a version key:
 #   ${PODVIRT_CACHE:-/var/cache/podvirt}/guest/<key>/{vmlinuz,initramfs.gz,demo.qcow2,*.tar}
 #
-#   guest/build.sh            build everything (kernel, initramfs, bootable disk, OCI image tarballs)
-#   guest/build.sh kernel     build (or reuse) only the kernel and print its path
-#   guest/build.sh dir        print the output directory of the current sources (built or not)
-#   guest/build.sh import     build, then import both image tarballs into the local cluster
+#   hack/guest/build.sh            build everything (kernel, initramfs, bootable disk, OCI image tarballs)
+#   hack/guest/build.sh kernel     build (or reuse) only the kernel and print its path
+#   hack/guest/build.sh dir        print the output directory of the current sources (built or not)
+#   hack/guest/build.sh import     build, then import both image tarballs into the local cluster
 #
-# Inputs: linux-source-6.1 (kernel built from guest/kernel.config on top of tinyconfig, no modules),
+# Inputs: linux-source-6.1 (kernel built from hack/guest/kernel.config on top of tinyconfig, no modules),
 # busybox-static (the whole userland), syslinux + syslinux-common (MBR and FAT bootloader).
 # Heavy steps run under nice; the kernel build is cached by the linux-source version and config hash.
 set -euo pipefail
 
 GUEST_RELEASE=1.0
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/.." && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${PODVIRT_CACHE:-/var/cache/podvirt}/guest
 JOBS=${GUEST_JOBS:-2}
 KERNELBOOT_REF=docker.io/podvirt/demo-kernelboot:dev
@@ -64,7 +64,7 @@ fetch_deb() {
 	printf '%s\n' "$dir/root"
 }
 
-# kernel builds the bzImage from linux-source with guest/kernel.config; prints the cached bzImage path.
+# kernel builds the bzImage from linux-source with hack/guest/kernel.config; prints the cached bzImage path.
 kernel() {
 	local srcver cfghash out src work
 	srcver=$(candidate linux-source-6.1)
@@ -117,7 +117,7 @@ version_key() {
 	} | sha256sum | cut -c1-16
 }
 
-# initramfs packs busybox-static and guest/rootfs into a reproducible gzip'd newc cpio at $2.
+# initramfs packs busybox-static and hack/guest/rootfs into a reproducible gzip'd newc cpio at $2.
 initramfs() {
 	local busybox=$1 out=$2 release=$3 stage
 	stage=$(mktemp -d "$CACHE/tmp/initramfs.XXXXXX")
