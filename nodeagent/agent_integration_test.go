@@ -202,7 +202,7 @@ func TestPauseAndUnpauseThroughSubresourceServer(t *testing.T) {
 		return meta.IsStatusConditionTrue(g.get(t).Status.Conditions, virtv1.VirtualMachineInstancePaused)
 	})
 	vmi := g.get(t)
-	assert.Equal(t, "PausedByUser", condition(vmi, virtv1.VirtualMachineInstancePaused).Reason)
+	assert.Equal(t, launcherv1.ReasonPaused, condition(vmi, virtv1.VirtualMachineInstancePaused).Reason)
 	assert.Equal(t, nodeagent.ReasonGuestPaused, condition(vmi, virtv1.VirtualMachineInstanceReady).Reason)
 	g.waitEvent(t, nodeagent.EventPaused)
 
@@ -239,7 +239,7 @@ func TestRestartedAgentReadoptsWithoutSyncingAgain(t *testing.T) {
 
 	n.start(t)
 	// The guest changes while the new agent runs: its status follows, so the agent is at work.
-	g.launcher.SetState(launcherv1.DomainPaused, "PausedByUser", "")
+	g.launcher.SetState(launcherv1.DomainPaused, launcherv1.ReasonPaused, "")
 	eventually(t, "Paused=True after the restart", func() bool {
 		return meta.IsStatusConditionTrue(g.get(t).Status.Conditions, virtv1.VirtualMachineInstancePaused)
 	})

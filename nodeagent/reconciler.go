@@ -32,9 +32,6 @@ const ControllerName = "virt-handler"
 // prepares disks and starts qemu), and other guests must not wait behind it.
 const workers = 4
 
-// defaultGracePeriod is the grace period of an instance that sets none (KubeVirt's default).
-const defaultGracePeriod = int64(30)
-
 // Launcher is what the agent needs of one launcher; launcherclient.Client implements it over the
 // launcher's unix socket.
 type Launcher interface {
@@ -145,7 +142,7 @@ func (r *Reconciler) owns(vmi *virtv1.VirtualMachineInstance) bool {
 	case virtv1.Scheduled, virtv1.Running:
 		return true
 	case virtv1.Succeeded, virtv1.Failed:
-		return vmi.Status.Reason == controllerReasonPodCompleted || vmi.Status.Reason == controllerReasonPodFailed
+		return vmi.Status.Reason == virtv1.ReasonPodCompleted || vmi.Status.Reason == virtv1.ReasonPodFailed
 	default:
 		return false
 	}
@@ -214,10 +211,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		return r.launcherDown(s, err)
 	}
 	if st.State == launcherv1.DomainRunning || st.State == launcherv1.DomainPaused {
-		grace := defaultGracePeriod
-		if g := s.vmi.Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = *g
-		}
+		grace := s.vmi.Spec.GracePeriodSeconds()
 		if err := s.launcher.Shutdown(ctx, grace); err != nil {
 			return fmt.Errorf("shut the guest down: %w", err)
 		}

@@ -25,20 +25,11 @@ const (
 	ReasonShuttingDown = "ShuttingDown"
 	// ReasonPodNotReady: the guest runs but the launcher Pod is not Ready.
 	ReasonPodNotReady = "PodNotReady"
-	// ReasonGuestShutdown is the default reason of Succeeded.
-	ReasonGuestShutdown = "GuestShutdown"
-	// ReasonGuestCrashed is the default reason of Failed after the launcher reported Crashed.
-	ReasonGuestCrashed = "GuestCrashed"
 	// ReasonDomainLost: the launcher of a running guest reports no guest.
 	ReasonDomainLost = "DomainLost"
 	// ReasonSyncFailed: the launcher refused or failed the sync (Synchronized=False; Failed when the
 	// launcher said the instance cannot run at all).
 	ReasonSyncFailed = "SyncFailed"
-
-	// Reasons the VMI controller writes when the launcher Pod ends; the agent replaces them with the
-	// launcher's own account of how the guest ended, when it has one.
-	controllerReasonPodFailed    = "PodFailed"
-	controllerReasonPodCompleted = "PodCompleted"
 )
 
 // observation is what one pass saw of an instance's launcher.
@@ -118,9 +109,9 @@ func applyEnd(vmi *virtv1.VirtualMachineInstance, end launcherv1.Status, now met
 func endPhase(end launcherv1.Status) (virtv1.VirtualMachineInstancePhase, string, bool) {
 	switch end.State {
 	case launcherv1.DomainShutoff:
-		return virtv1.Succeeded, orDefault(end.Reason, ReasonGuestShutdown), true
+		return virtv1.Succeeded, orDefault(end.Reason, launcherv1.ReasonGuestShutdown), true
 	case launcherv1.DomainCrashed:
-		return virtv1.Failed, orDefault(end.Reason, ReasonGuestCrashed), true
+		return virtv1.Failed, orDefault(end.Reason, launcherv1.ReasonGuestCrashed), true
 	default:
 		return "", "", false
 	}
@@ -130,7 +121,7 @@ func endPhase(end launcherv1.Status) (virtv1.VirtualMachineInstancePhase, string
 // when both agree on the outcome. The phase (and its transition time) stays as it is.
 func refineFinal(vmi *virtv1.VirtualMachineInstance, end launcherv1.Status) {
 	st := &vmi.Status
-	if st.Reason != controllerReasonPodFailed && st.Reason != controllerReasonPodCompleted {
+	if st.Reason != virtv1.ReasonPodFailed && st.Reason != virtv1.ReasonPodCompleted {
 		return
 	}
 	phase, reason, ok := endPhase(end)
@@ -198,8 +189,8 @@ func setPausedCondition(vmi *virtv1.VirtualMachineInstance, live launcherv1.Stat
 		meta.RemoveStatusCondition(&vmi.Status.Conditions, virtv1.VirtualMachineInstancePaused)
 		return
 	}
-	reason, msg := orDefault(live.Reason, "PausedByUser"), "the guest is paused"
-	if reason == "StartedPaused" {
+	reason, msg := orDefault(live.Reason, launcherv1.ReasonPaused), "the guest is paused"
+	if reason == launcherv1.ReasonStartedPaused {
 		msg = "the guest was started paused (startStrategy: Paused)"
 	}
 	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{

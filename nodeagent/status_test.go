@@ -89,12 +89,12 @@ func TestUpdateStatus(t *testing.T) {
 		{
 			name: "paused guest: Paused=True, Ready=False",
 			vmi:  vmiIn(virtv1.Running, ""),
-			obs:  observation{live: live(launcherv1.DomainPaused, "PausedByUser"), accel: kvm},
+			obs:  observation{live: live(launcherv1.DomainPaused, launcherv1.ReasonPaused), accel: kvm},
 			want: want{phase: virtv1.Running, ready: "False", readyWhy: ReasonGuestPaused, paused: "True", emulation: "False", interfaces: 1},
 		},
 		{
 			name: "unpaused guest: the Paused condition goes away",
-			vmi:  vmiIn(virtv1.Running, "", metav1.Condition{Type: virtv1.VirtualMachineInstancePaused, Status: "True", Reason: "PausedByUser"}),
+			vmi:  vmiIn(virtv1.Running, "", metav1.Condition{Type: virtv1.VirtualMachineInstancePaused, Status: "True", Reason: launcherv1.ReasonPaused}),
 			obs:  observation{live: live(launcherv1.DomainRunning, "Started"), accel: kvm},
 			want: want{phase: virtv1.Running, ready: "True", readyWhy: ReasonGuestRunning, emulation: "False", interfaces: 1},
 		},
@@ -112,7 +112,7 @@ func TestUpdateStatus(t *testing.T) {
 		},
 		{
 			name: "launcher reports Shutoff: Succeeded with its reason",
-			vmi:  vmiIn(virtv1.Running, "", metav1.Condition{Type: virtv1.VirtualMachineInstancePaused, Status: "True", Reason: "PausedByUser"}),
+			vmi:  vmiIn(virtv1.Running, "", metav1.Condition{Type: virtv1.VirtualMachineInstancePaused, Status: "True", Reason: launcherv1.ReasonPaused}),
 			obs:  observation{live: &launcherv1.Status{State: launcherv1.DomainShutoff, Reason: "GuestShutdown", Message: "the guest powered off"}},
 			want: want{phase: virtv1.Succeeded, reason: "GuestShutdown", ready: "False", readyWhy: "GuestShutdown"},
 		},
@@ -126,7 +126,7 @@ func TestUpdateStatus(t *testing.T) {
 			name: "Crashed without a reason: GuestCrashed",
 			vmi:  vmiIn(virtv1.Running, ""),
 			obs:  observation{exit: &launcherv1.Status{State: launcherv1.DomainCrashed}},
-			want: want{phase: virtv1.Failed, reason: ReasonGuestCrashed, ready: "False", readyWhy: ReasonGuestCrashed},
+			want: want{phase: virtv1.Failed, reason: launcherv1.ReasonGuestCrashed, ready: "False", readyWhy: launcherv1.ReasonGuestCrashed},
 		},
 		{
 			name: "exit file without a guest (launcher ended before sync): left to the controller",
@@ -297,7 +297,7 @@ func TestStatusEvents(t *testing.T) {
 		metav1.Condition{Type: virtv1.VirtualMachineInstanceSoftwareEmulation, Status: "True", Reason: accel.ReasonKVMUnavailable, Message: "slow"}).Status
 	paused := vmiIn(virtv1.Running, "",
 		metav1.Condition{Type: virtv1.VirtualMachineInstanceSoftwareEmulation, Status: "True", Reason: accel.ReasonKVMUnavailable, Message: "slow"},
-		metav1.Condition{Type: virtv1.VirtualMachineInstancePaused, Status: "True", Reason: "PausedByUser"}).Status
+		metav1.Condition{Type: virtv1.VirtualMachineInstancePaused, Status: "True", Reason: launcherv1.ReasonPaused}).Status
 	failed := vmiIn(virtv1.Failed, "QemuCrashed",
 		metav1.Condition{Type: virtv1.VirtualMachineInstanceReady, Status: "False", Reason: "QemuCrashed", Message: "qemu exited unexpectedly"}).Status
 	succeeded := vmiIn(virtv1.Succeeded, "GuestShutdown").Status

@@ -195,7 +195,36 @@ const (
 	VirtualMachineInstanceAgentConnected    = "AgentConnected"
 	VirtualMachineInstanceLiveMigratable    = "LiveMigratable"
 	VirtualMachineInstanceSoftwareEmulation = "SoftwareEmulation"
+	// VirtualMachineInstancePodScheduled mirrors the launcher Pod's PodScheduled condition.
+	VirtualMachineInstancePodScheduled = "PodScheduled"
 )
+
+// Reasons of a final phase (status.reason) and of the Ready condition that several components write
+// or act on. The node agent passes the launcher's own reasons on as well (api/launcher/v1).
+const (
+	// ReasonPodFailed: the launcher Pod failed.
+	ReasonPodFailed = "PodFailed"
+	// ReasonPodCompleted: the launcher Pod completed.
+	ReasonPodCompleted = "PodCompleted"
+	// ReasonPodDeleted: the launcher Pod was deleted while the instance was not.
+	ReasonPodDeleted = "PodDeleted"
+	// ReasonInvalidSpec: the instance can never run as specified.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNodeUnresponsive: the node agent on the instance's node stopped renewing its heartbeat.
+	ReasonNodeUnresponsive = "NodeUnresponsive"
+)
+
+// DefaultGracePeriodSeconds is the grace period of an instance whose
+// spec.terminationGracePeriodSeconds is unset (KubeVirt's default).
+const DefaultGracePeriodSeconds int64 = 30
+
+// GracePeriodSeconds is the instance's termination grace period, or the default when unset.
+func (s *VirtualMachineInstanceSpec) GracePeriodSeconds() int64 {
+	if s.TerminationGracePeriodSeconds != nil {
+		return *s.TerminationGracePeriodSeconds
+	}
+	return DefaultGracePeriodSeconds
+}
 
 // VirtualMachineInstancePhaseTransitionTimestamp records when a phase was entered.
 type VirtualMachineInstancePhaseTransitionTimestamp struct {

@@ -69,7 +69,6 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.SecretsDir, "secrets-dir", launcherv1.SecretMountRoot, "where cloud-init Secrets are mounted")
 	fs.StringVar(&cfg.LibvirtRoot, "libvirt-root", "/var/lib/virt-launcher", "writable directory for the embedded libvirt driver")
 	fs.StringVar(&cfg.QemuImg, "qemu-img", "qemu-img", "qemu-img binary")
-	fs.DurationVar(&cfg.DefaultGracePeriod, "default-grace-period", 30*time.Second, "grace period on SIGTERM when the VMI sets none")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

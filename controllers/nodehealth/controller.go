@@ -96,15 +96,15 @@ func (r *Reconciler) failInstance(ctx context.Context, vmi *virtv1.VirtualMachin
 		return nil
 	}
 	patch := client.MergeFromWithOptions(vmi.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	vmi.Status.SetPhase(virtv1.Failed, "NodeUnresponsive", metav1.NewTime(now))
+	vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonNodeUnresponsive, metav1.NewTime(now))
 	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
-		Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: "NodeUnresponsive",
+		Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: virtv1.ReasonNodeUnresponsive,
 		Message: fmt.Sprintf("The node agent on %s stopped heart-beating more than %s ago", node, r.Threshold),
 	})
 	if err := r.Client.Status().Patch(ctx, vmi, patch); err != nil {
 		return fmt.Errorf("fail instance %s: %w", vmi.Name, err)
 	}
-	r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "NodeUnresponsive", "Fail", "The node agent on %s is unresponsive; the instance is considered failed", node)
+	r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonNodeUnresponsive, "Fail", "The node agent on %s is unresponsive; the instance is considered failed", node)
 
 	if vmi.Status.LauncherPod == "" {
 		return nil

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
@@ -148,7 +149,7 @@ func keepRunning(vm *virtv1.VirtualMachine, cur observed, now time.Time, rerun f
 		return decision{} // fencing: never a new instance while the old one exists
 	case cur.exists && cur.phase.IsFinal():
 		if !rerun(cur.phase) {
-			return decision{stoppedReason: "GuestShutdown"}
+			return decision{stoppedReason: launcherv1.ReasonGuestShutdown}
 		}
 		if _, held := backoff(vm, now); held {
 			return decision{retryAfter: retryIn(vm, now), stoppedReason: "CrashLoopBackOff"}

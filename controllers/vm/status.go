@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
@@ -15,13 +17,6 @@ type volumeState struct {
 	missing []string // claims that do not exist
 	unbound []string // claims that exist and are not bound yet
 }
-
-// instance conditions the VMI controller sets from the launcher Pod, read here to explain a VM
-// stuck in Starting.
-const (
-	vmiPodScheduled = "PodScheduled"
-	vmiSynchronized = virtv1.VirtualMachineInstanceSynchronized
-)
 
 // printableStatus computes the STATUS column. The checks run in KubeVirt's priority order; the first
 // match wins.
@@ -40,13 +35,13 @@ func printableStatus(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstan
 		return virtv1.VirtualMachineStatusRunning
 	case wantsInstance(d, vmi) && len(vols.missing) > 0:
 		return virtv1.VirtualMachineStatusPvcNotFound
-	case live && conditionReason(vmi.Status.Conditions, vmiPodScheduled) == "Unschedulable":
+	case live && conditionReason(vmi.Status.Conditions, virtv1.VirtualMachineInstancePodScheduled) == corev1.PodReasonUnschedulable:
 		return virtv1.VirtualMachineStatusUnschedulable
 	case wantsInstance(d, vmi) && len(vols.unbound) > 0:
 		return virtv1.VirtualMachineStatusWaitingForVolumeBinding
-	case live && conditionReason(vmi.Status.Conditions, vmiSynchronized) == "ErrImagePull":
+	case live && conditionReason(vmi.Status.Conditions, virtv1.VirtualMachineInstanceSynchronized) == "ErrImagePull":
 		return virtv1.VirtualMachineStatusErrImagePull
-	case live && conditionReason(vmi.Status.Conditions, vmiSynchronized) == "ImagePullBackOff":
+	case live && conditionReason(vmi.Status.Conditions, virtv1.VirtualMachineInstanceSynchronized) == "ImagePullBackOff":
 		return virtv1.VirtualMachineStatusImagePullBackOff
 	case live && vmi.Status.Phase != virtv1.Unknown:
 		return virtv1.VirtualMachineStatusStarting
@@ -98,7 +93,7 @@ func setReadyCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInst
 // instanceBlocker names what keeps an instance from being ready. A start that merely progresses
 // reads the same ("Starting"), so the VM's status is not rewritten at every step of it.
 func instanceBlocker(vmi *virtv1.VirtualMachineInstance) (reason, message string) {
-	for _, t := range []string{vmiPodScheduled, vmiSynchronized} {
+	for _, t := range []string{virtv1.VirtualMachineInstancePodScheduled, virtv1.VirtualMachineInstanceSynchronized} {
 		if c := meta.FindStatusCondition(vmi.Status.Conditions, t); c != nil && c.Status == metav1.ConditionFalse && c.Reason != "" {
 			return c.Reason, c.Message
 		}
@@ -166,7 +161,7 @@ func stoppedMessage(reason string) string {
 		return "A stop was requested"
 	case "Stopped":
 		return "The VM was stopped or its guest shut down; RerunOnFailure restarts it only after a failure"
-	case "GuestShutdown":
+	case launcherv1.ReasonGuestShutdown:
 		return "The guest shut down"
 	case "RanOnce":
 		return "The run strategy is Once and the instance has run"

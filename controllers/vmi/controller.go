@@ -139,9 +139,9 @@ func (r *Reconciler) launcherPod(ctx context.Context, vmi *virtv1.VirtualMachine
 func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pod, err := RenderPod(vmi, r.Config)
 	if err != nil {
-		vmi.Status.SetPhase(virtv1.Failed, "InvalidSpec", r.now())
-		setReady(&vmi.Status, "InvalidSpec", err.Error())
-		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "InvalidSpec", "Create", "Cannot run this instance: %v", err)
+		vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonInvalidSpec, r.now())
+		setReady(&vmi.Status, virtv1.ReasonInvalidSpec, err.Error())
+		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonInvalidSpec, "Create", "Cannot run this instance: %v", err)
 		return nil, nil
 	}
 	err = r.Client.Create(ctx, pod)
@@ -157,7 +157,7 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 	if err != nil {
 		vmi.Status.SetPhase(virtv1.Pending, "", r.now())
 		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
-			Type: ConditionSynchronized, Status: metav1.ConditionFalse, Reason: "FailedCreate", Message: err.Error(),
+			Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: "FailedCreate", Message: err.Error(),
 		})
 		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating pod: %v", err)
 		return nil, fmt.Errorf("create launcher pod: %w", err)

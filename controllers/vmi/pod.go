@@ -34,9 +34,6 @@ type Config struct {
 	DiskImagePullPolicy corev1.PullPolicy
 }
 
-// DefaultGracePeriodSeconds is the guest's shutdown grace period when the instance gives none.
-const DefaultGracePeriodSeconds = 30
-
 // podGraceMargin is added to the guest's grace period for the Pod, so the launcher can power the
 // guest off (and kill it after its grace period) before the kubelet kills the launcher.
 const podGraceMargin = 15
@@ -76,10 +73,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	if err != nil {
 		return nil, err
 	}
-	grace := int64(DefaultGracePeriodSeconds)
-	if vmi.Spec.TerminationGracePeriodSeconds != nil {
-		grace = *vmi.Spec.TerminationGracePeriodSeconds
-	}
+	grace := vmi.Spec.GracePeriodSeconds()
 	hostname := vmi.Spec.Hostname
 	if hostname == "" {
 		hostname = vmi.Name

@@ -8,17 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-)
-
-// Instance condition types this controller owns, derived from the launcher Pod.
-const (
-	// ConditionPodScheduled mirrors the launcher Pod's PodScheduled condition (reason Unschedulable
-	// with the scheduler's message when it cannot be placed).
-	ConditionPodScheduled = "PodScheduled"
-	// ConditionSynchronized is False while the launcher Pod cannot start (image pull errors, bad
-	// config, Pod creation refused), with the reason and message.
-	ConditionSynchronized = virtv1.VirtualMachineInstanceSynchronized
 )
 
 // observePod advances the instance's status from what its launcher Pod shows; pod is nil when
@@ -31,28 +22,28 @@ func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.
 	}
 	if pod == nil {
 		if st.Phase == virtv1.Scheduling || st.Phase == virtv1.Scheduled || st.Phase == virtv1.Running {
-			st.SetPhase(virtv1.Failed, "PodDeleted", now)
-			setReady(st, "PodDeleted", "The launcher Pod was deleted")
+			st.SetPhase(virtv1.Failed, virtv1.ReasonPodDeleted, now)
+			setReady(st, virtv1.ReasonPodDeleted, "The launcher Pod was deleted")
 		}
 		return
 	}
 	st.LauncherPod = pod.Name
 	switch {
 	case pod.DeletionTimestamp != nil && vmi.DeletionTimestamp == nil:
-		st.SetPhase(virtv1.Failed, "PodDeleted", now)
-		setReady(st, "PodDeleted", "The launcher Pod is being deleted")
+		st.SetPhase(virtv1.Failed, virtv1.ReasonPodDeleted, now)
+		setReady(st, virtv1.ReasonPodDeleted, "The launcher Pod is being deleted")
 	case pod.Status.Phase == corev1.PodFailed:
-		st.SetPhase(virtv1.Failed, "PodFailed", now)
-		setReady(st, "PodFailed", podEndMessage(pod))
+		st.SetPhase(virtv1.Failed, virtv1.ReasonPodFailed, now)
+		setReady(st, virtv1.ReasonPodFailed, podEndMessage(pod))
 	case pod.Status.Phase == corev1.PodSucceeded:
-		st.SetPhase(virtv1.Succeeded, "PodCompleted", now)
-		setReady(st, "PodCompleted", podEndMessage(pod))
+		st.SetPhase(virtv1.Succeeded, virtv1.ReasonPodCompleted, now)
+		setReady(st, virtv1.ReasonPodCompleted, podEndMessage(pod))
 	case st.Phase == virtv1.Scheduled || st.Phase == virtv1.Running:
 		// The node agent's territory.
 	case pod.Status.Phase == corev1.PodRunning:
 		st.SetPhase(virtv1.Scheduled, "", now)
 		st.NodeName = pod.Spec.NodeName
-		meta.RemoveStatusCondition(&st.Conditions, ConditionSynchronized)
+		meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstanceSynchronized)
 		mirrorScheduled(st, pod)
 	default:
 		st.SetPhase(virtv1.Scheduling, "", now)
@@ -80,12 +71,12 @@ func mirrorScheduled(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod) {
 				reason = "NotScheduled"
 			}
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-				Type: ConditionPodScheduled, Status: metav1.ConditionFalse, Reason: reason, Message: c.Message,
+				Type: virtv1.VirtualMachineInstancePodScheduled, Status: metav1.ConditionFalse, Reason: reason, Message: c.Message,
 			})
 			return
 		}
 	}
-	meta.RemoveStatusCondition(&st.Conditions, ConditionPodScheduled)
+	meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstancePodScheduled)
 }
 
 // setSynchronized reports a container of the Pod that cannot start, or clears the condition.
@@ -94,13 +85,13 @@ func setSynchronized(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod) {
 	for _, cs := range statuses {
 		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-				Type: ConditionSynchronized, Status: metav1.ConditionFalse, Reason: w.Reason,
+				Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: w.Reason,
 				Message: fmt.Sprintf("container %s (%s): %s", cs.Name, cs.Image, w.Message),
 			})
 			return
 		}
 	}
-	meta.RemoveStatusCondition(&st.Conditions, ConditionSynchronized)
+	meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstanceSynchronized)
 }
 
 // podEndMessage says how the Pod's containers ended.
@@ -108,7 +99,7 @@ func podEndMessage(pod *corev1.Pod) string {
 	var parts []string
 	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 	for _, cs := range statuses {
-		if t := cs.State.Terminated; t != nil && (t.ExitCode != 0 || cs.Name == "compute") {
+		if t := cs.State.Terminated; t != nil && (t.ExitCode != 0 || cs.Name == launcherv1.ComputeContainer) {
 			msg := fmt.Sprintf("container %s exited %d (%s)", cs.Name, t.ExitCode, t.Reason)
 			if t.Message != "" {
 				msg += ": " + strings.TrimSpace(t.Message)

@@ -31,8 +31,8 @@ func TestObservePod(t *testing.T) {
 		condType string
 		condWhy  string
 	}{
-		{"unschedulable pod", virtv1.Pending, pending, virtv1.Scheduling, "", ConditionPodScheduled, "Unschedulable"},
-		{"image pull error", virtv1.Scheduling, pulling, virtv1.Scheduling, "", ConditionSynchronized, "ErrImagePull"},
+		{"unschedulable pod", virtv1.Pending, pending, virtv1.Scheduling, "", virtv1.VirtualMachineInstancePodScheduled, "Unschedulable"},
+		{"image pull error", virtv1.Scheduling, pulling, virtv1.Scheduling, "", virtv1.VirtualMachineInstanceSynchronized, "ErrImagePull"},
 		{"pod running", virtv1.Scheduling, running, virtv1.Scheduled, "", "", ""},
 		{"agent territory untouched", virtv1.Running, running, virtv1.Running, "", "", ""},
 		{"pod failed", virtv1.Running, failed, virtv1.Failed, "PodFailed", virtv1.VirtualMachineInstanceReady, "PodFailed"},

@@ -20,20 +20,6 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
-// Reasons in Status.
-const (
-	ReasonStarted            = "Started"
-	ReasonStartedPaused      = "StartedPaused"
-	ReasonPaused             = "PausedByUser"
-	ReasonShutdownRequested  = "ShutdownRequested"
-	ReasonGuestShutdown      = "GuestShutdown"
-	ReasonGracePeriodExpired = "GracePeriodExpired"
-	ReasonKilled             = "Killed"
-	ReasonQemuCrashed        = "QemuCrashed"
-	ReasonGuestCrashed       = "GuestCrashed"
-	ReasonQemuKilled         = "QemuKilled"
-)
-
 // errConflict marks a request that does not fit the guest's current state (HTTP 409).
 var errConflict = errors.New("conflict")
 
@@ -185,12 +171,13 @@ func (g *guest) handle(ctx context.Context, r request) error {
 	return nil
 }
 
-// gracePeriod is the VMI's terminationGracePeriodSeconds, else the configured default.
+// gracePeriod is the VMI's terminationGracePeriodSeconds, else the API's default.
 func (g *guest) gracePeriod() time.Duration {
-	if g.vmi != nil && g.vmi.Spec.TerminationGracePeriodSeconds != nil {
-		return time.Duration(*g.vmi.Spec.TerminationGracePeriodSeconds) * time.Second
+	grace := virtv1.DefaultGracePeriodSeconds
+	if g.vmi != nil {
+		grace = g.vmi.Spec.GracePeriodSeconds()
 	}
-	return g.cfg.DefaultGracePeriod
+	return time.Duration(grace) * time.Second
 }
 
 // shutdown presses the ACPI power button and arms the grace timer (0: destroy at once). A second
@@ -218,15 +205,15 @@ func (g *guest) refresh() (final launcherv1.Status, gone bool) {
 	case err == nil && state != libvirt.DOMAIN_SHUTOFF && state != libvirt.DOMAIN_CRASHED:
 		g.misses = 0
 		st.State = stateOf(state)
-		st.Reason, st.Message = ReasonStarted, g.memMessage
+		st.Reason, st.Message = launcherv1.ReasonStarted, g.memMessage
 		if st.State == launcherv1.DomainPaused {
-			st.Reason = ReasonPaused
+			st.Reason = launcherv1.ReasonPaused
 			if reason == int(libvirt.DOMAIN_PAUSED_STARTING_UP) || reason == int(libvirt.DOMAIN_PAUSED_USER) && g.startPaused() {
-				st.Reason = ReasonStartedPaused
+				st.Reason = launcherv1.ReasonStartedPaused
 			}
 		}
 		if g.shutdownReq && st.State == launcherv1.DomainRunning {
-			st.State, st.Reason = launcherv1.DomainShuttingDown, ReasonShutdownRequested
+			st.State, st.Reason = launcherv1.DomainShuttingDown, launcherv1.ReasonShutdownRequested
 		}
 		g.publish(st)
 		return st, false
@@ -254,18 +241,18 @@ func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 	}
 	switch {
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN):
-		return launcherv1.DomainShutoff, ReasonGuestShutdown, "the guest powered off"
+		return launcherv1.DomainShutoff, launcherv1.ReasonGuestShutdown, "the guest powered off"
 	case g.killReq:
-		return launcherv1.DomainCrashed, ReasonKilled, "the guest was killed on request"
+		return launcherv1.DomainCrashed, launcherv1.ReasonKilled, "the guest was killed on request"
 	case g.forced:
-		return launcherv1.DomainShutoff, ReasonGracePeriodExpired,
+		return launcherv1.DomainShutoff, launcherv1.ReasonGracePeriodExpired,
 			"the guest did not power off within the grace period and was stopped"
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_CRASHED):
-		return launcherv1.DomainCrashed, ReasonGuestCrashed, "the guest crashed"
+		return launcherv1.DomainCrashed, launcherv1.ReasonGuestCrashed, "the guest crashed"
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_FAILED):
-		return launcherv1.DomainCrashed, ReasonQemuCrashed, "qemu exited unexpectedly"
+		return launcherv1.DomainCrashed, launcherv1.ReasonQemuCrashed, "qemu exited unexpectedly"
 	default:
-		return launcherv1.DomainCrashed, ReasonQemuKilled, "the guest stopped without a request"
+		return launcherv1.DomainCrashed, launcherv1.ReasonQemuKilled, "the guest stopped without a request"
 	}
 }
 

@@ -43,8 +43,6 @@ type Config struct {
 	LibvirtRoot string
 	// QemuImg is the qemu-img binary.
 	QemuImg string
-	// DefaultGracePeriod is used on SIGTERM when the VMI does not set terminationGracePeriodSeconds.
-	DefaultGracePeriod time.Duration
 	// Log receives the launcher's own log.
 	Log *slog.Logger
 }
@@ -63,7 +61,7 @@ func Run(ctx context.Context, cfg Config) int {
 	switch {
 	case st.State == launcherv1.DomainShutoff || st.State == launcherv1.DomainNone:
 		return ExitShutoff
-	case st.Reason == ReasonKilled:
+	case st.Reason == launcherv1.ReasonKilled:
 		return ExitKilled
 	default:
 		return ExitCrashed

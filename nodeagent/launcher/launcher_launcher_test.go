@@ -142,7 +142,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	code, final := p.waitExit(30 * time.Second)
 	t.Logf("ACPI shutdown → launcher exit: %s", time.Since(t1).Round(time.Millisecond))
-	if code != launcher.ExitShutoff || final.State != launcherv1.DomainShutoff || final.Reason != launcher.ReasonGuestShutdown {
+	if code != launcher.ExitShutoff || final.State != launcherv1.DomainShutoff || final.Reason != launcherv1.ReasonGuestShutdown {
 		t.Fatalf("exit %d, final %+v; want 0 after the guest powered off", code, final)
 	}
 	if sha(t, image) != before {
@@ -240,7 +240,7 @@ func TestKill(t *testing.T) {
 	waitLog(t, 30*time.Second, filepath.Join(p.private, launcherv1.SerialLog), bootMarker)
 	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathKill, nil)
 	code, final := p.waitExit(30 * time.Second)
-	if code != launcher.ExitKilled || final.State != launcherv1.DomainCrashed || final.Reason != launcher.ReasonKilled {
+	if code != launcher.ExitKilled || final.State != launcherv1.DomainCrashed || final.Reason != launcherv1.ReasonKilled {
 		t.Fatalf("exit %d, final %+v; want %d, Crashed/Killed", code, final, launcher.ExitKilled)
 	}
 }
@@ -266,7 +266,7 @@ func TestGracePeriodExpires(t *testing.T) {
 	if took := time.Since(t0); took < 2*time.Second {
 		t.Errorf("stopped after %s, before the 2 s grace period", took)
 	}
-	if code != launcher.ExitShutoff || final.Reason != launcher.ReasonGracePeriodExpired {
+	if code != launcher.ExitShutoff || final.Reason != launcherv1.ReasonGracePeriodExpired {
 		t.Fatalf("exit %d, final %+v; want 0, GracePeriodExpired", code, final)
 	}
 }
@@ -281,7 +281,7 @@ func TestQemuCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, final := p.waitExit(30 * time.Second)
-	if code != launcher.ExitCrashed || final.State != launcherv1.DomainCrashed || final.Reason != launcher.ReasonQemuCrashed {
+	if code != launcher.ExitCrashed || final.State != launcherv1.DomainCrashed || final.Reason != launcherv1.ReasonQemuCrashed {
 		t.Fatalf("exit %d, final %+v; want %d, Crashed/QemuCrashed", code, final, launcher.ExitCrashed)
 	}
 }
@@ -297,7 +297,7 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, final := p.waitExit(30 * time.Second)
-	if code != launcher.ExitShutoff || final.Reason != launcher.ReasonGuestShutdown {
+	if code != launcher.ExitShutoff || final.Reason != launcherv1.ReasonGuestShutdown {
 		t.Fatalf("exit %d, final %+v; want 0 after a graceful shutdown", code, final)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/qemumem"
-	"github.com/podvirt/podvirt/nodeagent/launcher"
 	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 )
 
@@ -72,7 +71,7 @@ func TestRealGuestContainerDisk(t *testing.T) {
 	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
 	code, final := p.waitExit(45 * time.Second)
 	t.Logf("ACPI shutdown of the demo guest → launcher exit: %s", time.Since(t1).Round(time.Millisecond))
-	if code != 0 || final.Reason != launcher.ReasonGuestShutdown {
+	if code != 0 || final.Reason != launcherv1.ReasonGuestShutdown {
 		t.Fatalf("exit %d, final %+v", code, final)
 	}
 }
@@ -112,7 +111,7 @@ func TestRealGuestKernelBoot(t *testing.T) {
 		t.Errorf("os: kernel %q initrd %q cmdline %q", d.OS.Kernel, d.OS.Initrd, d.OS.Cmdline)
 	}
 	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
-	if code, final := p.waitExit(45 * time.Second); code != 0 || final.Reason != launcher.ReasonGuestShutdown {
+	if code, final := p.waitExit(45 * time.Second); code != 0 || final.Reason != launcherv1.ReasonGuestShutdown {
 		t.Fatalf("exit %d, final %+v", code, final)
 	}
 }

@@ -217,7 +217,7 @@ func (l *Launcher) kill(w http.ResponseWriter, _ *http.Request) {
 	defer l.mu.Unlock()
 	l.kills++
 	if l.status.State != launcherv1.DomainNone {
-		l.status.State, l.status.Reason, l.status.Message = launcherv1.DomainCrashed, "Killed", "the guest was killed on request"
+		l.status.State, l.status.Reason, l.status.Message = launcherv1.DomainCrashed, launcherv1.ReasonKilled, "the guest was killed on request"
 	}
 	w.WriteHeader(http.StatusAccepted)
 }

@@ -56,6 +56,31 @@ const (
 	DomainCrashed DomainState = "Crashed"
 )
 
+// Reasons in Status: why the guest is in its state. The node agent passes them on to the VMI (as the
+// reason of its phase or of the Paused condition), so they are part of the contract.
+const (
+	// ReasonStarted: the guest was started and runs.
+	ReasonStarted = "Started"
+	// ReasonStartedPaused: the guest was started paused (startStrategy: Paused).
+	ReasonStartedPaused = "StartedPaused"
+	// ReasonPaused: the guest was paused on request.
+	ReasonPaused = "PausedByUser"
+	// ReasonShutdownRequested: an ACPI power-off was sent; the grace period runs.
+	ReasonShutdownRequested = "ShutdownRequested"
+	// ReasonGuestShutdown: the guest powered off by itself or after an ACPI request.
+	ReasonGuestShutdown = "GuestShutdown"
+	// ReasonGracePeriodExpired: the guest did not power off within its grace period and was stopped.
+	ReasonGracePeriodExpired = "GracePeriodExpired"
+	// ReasonKilled: the guest was stopped at once on request.
+	ReasonKilled = "Killed"
+	// ReasonQemuCrashed: qemu exited unexpectedly.
+	ReasonQemuCrashed = "QemuCrashed"
+	// ReasonGuestCrashed: the guest crashed (panic notifier).
+	ReasonGuestCrashed = "GuestCrashed"
+	// ReasonQemuKilled: qemu was killed without a request (e.g. by a signal from outside).
+	ReasonQemuKilled = "QemuKilled"
+)
+
 // Status is the launcher's report of its guest.
 type Status struct {
 	State DomainState `json:"state"`
