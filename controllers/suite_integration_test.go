@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers"
 	"github.com/podvirt/podvirt/controllers/vmi"
@@ -39,7 +40,7 @@ const wait = 30 * time.Second
 func startControllers(t *testing.T, ns string) func() {
 	t.Helper()
 	o := controllers.Options{
-		Launcher:           vmi.Config{LauncherImage: "example/virt-launcher:test", LauncherPullPolicy: corev1.PullIfNotPresent, UseEmulation: true, Overhead: vmi.DefaultOverhead(), LauncherUID: 107},
+		Launcher:           vmi.Config{LauncherImage: "example/virt-launcher:test", LauncherPullPolicy: corev1.PullIfNotPresent, UseEmulation: true, Overhead: vmi.DefaultOverhead(), LauncherUID: launcherv1.LauncherUID},
 		Namespace:          ns,
 		HeartbeatThreshold: 3 * time.Second,
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers"
 	"github.com/podvirt/podvirt/controllers/vmi"
@@ -82,7 +83,7 @@ func BenchmarkControllerWritesPerVMStart(b *testing.B) {
 		cfg := rest.CopyConfig(e.Config)
 		cfg.WrapTransport = counter.wrap
 		o := controllers.Options{
-			Launcher:           vmi.Config{LauncherImage: "example/virt-launcher:bench", UseEmulation: true, Overhead: vmi.DefaultOverhead(), LauncherUID: 107},
+			Launcher:           vmi.Config{LauncherImage: "example/virt-launcher:bench", UseEmulation: true, Overhead: vmi.DefaultOverhead(), LauncherUID: launcherv1.LauncherUID},
 			Namespace:          ns,
 			HeartbeatThreshold: time.Minute,
 		}

@@ -9,6 +9,9 @@ LAUNCHER_IMAGE ?= docker.io/podvirt/virt-launcher:dev
 LAUNCHER_PKGS  := qemu-system-x86 qemu-utils ipxe-qemu seabios libvirt-daemon libvirt-daemon-driver-qemu \
 	libvirt-clients libvirt-dev pkg-config gcc libc6-dev curl util-linux
 LAUNCHER_ROOTFS = $(IMAGE_BUILD)/virt-launcher-rootfs
+# The launcher's user is defined once, in the launcher contract (launcherv1.LauncherUID).
+LAUNCHER_UID   := $(shell sed -n 's/^\tLauncherUID = \([0-9][0-9]*\)$$/\1/p' api/launcher/v1/layout.go)
+export LAUNCHER_UID
 IMAGE_TARGETS  += image-virt-launcher
 
 .PHONY: launcher-deps
@@ -27,13 +30,14 @@ launcher-bins: launcher-deps
 # Debian package versions it copies from.
 .PHONY: image-virt-launcher
 image-virt-launcher: launcher-bins
-	@key=$$( { sha256sum $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk nodeagent/launcher/image/rootfs.sh | cut -d' ' -f1; \
+	@test -n "$(LAUNCHER_UID)" || { echo "LauncherUID not found in api/launcher/v1/layout.go"; exit 1; }
+	@key=$$( { echo "uid $(LAUNCHER_UID)"; sha256sum $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk nodeagent/launcher/image/rootfs.sh | cut -d' ' -f1; \
 	  dpkg-query -W qemu-system-x86 qemu-utils ipxe-qemu seabios libvirt0 libvirt-daemon-driver-qemu libc6; } | sha256sum | cut -c1-16); \
 	if [ -f $(IMAGE_CACHE)/virt-launcher.tar ] && [ "$$(cat $(IMAGE_BUILD)/virt-launcher.key 2>/dev/null)" = "$$key" ]; then \
 	  echo "virt-launcher image up to date ($$key)"; exit 0; fi; \
 	set -e; nodeagent/launcher/image/rootfs.sh $(LAUNCHER_ROOTFS) $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk; \
 	$(PODVIRT_IMAGE) build --name $(LAUNCHER_IMAGE) --layer $(LAUNCHER_ROOTFS)=/ \
-	  --entrypoint /usr/bin/virt-launcher --user 107:107 --env PATH=/usr/bin --out $(IMAGE_CACHE)/virt-launcher.tar; \
+	  --entrypoint /usr/bin/virt-launcher --user $(LAUNCHER_UID):$(LAUNCHER_UID) --env PATH=/usr/bin --out $(IMAGE_CACHE)/virt-launcher.tar; \
 	echo "$$key" > $(IMAGE_BUILD)/virt-launcher.key; \
 	echo "virt-launcher image: $(IMAGE_CACHE)/virt-launcher.tar $$(du -h $(IMAGE_CACHE)/virt-launcher.tar | cut -f1) (rootfs $$(du -sh $(LAUNCHER_ROOTFS) | cut -f1))"
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/controllers"
 	"github.com/podvirt/podvirt/controllers/vmi"
 	"github.com/podvirt/podvirt/internal/scheme"
@@ -50,7 +51,7 @@ func run() error {
 	flag.StringVar(&pullPolicy, "launcher-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the launcher image")
 	flag.StringVar(&diskPullPolicy, "disk-image-pull-policy", "", "pull policy of containerDisk/kernelBoot images that name none (default: Kubernetes' rule; IfNotPresent for clusters with locally imported images)")
 	flag.BoolVar(&o.Launcher.UseEmulation, "use-emulation", false, "run guests under software emulation: do not request /dev/kvm")
-	flag.Int64Var(&o.Launcher.LauncherUID, "launcher-uid", 107, "non-root user the launcher Pods run as")
+	flag.Int64Var(&o.Launcher.LauncherUID, "launcher-uid", launcherv1.LauncherUID, "non-root user the launcher Pods run as")
 	flag.StringVar(&fixed, "overhead-fixed", def.Fixed.String(), "launcher Pod memory beyond the guest's: fixed part")
 	flag.StringVar(&perVCPU, "overhead-per-vcpu", def.PerVCPU.String(), "launcher Pod memory beyond the guest's: per virtual CPU")
 	flag.StringVar(&emulated, "overhead-emulation", def.Emulation.String(), "launcher Pod memory beyond the guest's: extra under software emulation")

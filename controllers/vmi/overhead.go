@@ -32,26 +32,11 @@ func DefaultOverhead() Overhead {
 // For is the overhead of one instance.
 func (o Overhead) For(vmi *virtv1.VirtualMachineInstance, emulation bool) resource.Quantity {
 	total := o.Fixed.DeepCopy()
-	for range vcpus(vmi) {
+	for range vmi.Spec.Domain.VCPUs() {
 		total.Add(o.PerVCPU)
 	}
 	if emulation {
 		total.Add(o.Emulation)
 	}
 	return total
-}
-
-// vcpus is sockets × cores × threads, each defaulting to 1.
-func vcpus(vmi *virtv1.VirtualMachineInstance) int {
-	c := vmi.Spec.Domain.CPU
-	if c == nil {
-		return 1
-	}
-	n := 1
-	for _, v := range []uint32{c.Sockets, c.Cores, c.Threads} {
-		if v > 0 {
-			n *= int(v)
-		}
-	}
-	return n
 }

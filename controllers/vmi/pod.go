@@ -51,21 +51,10 @@ func PodName(vmi *virtv1.VirtualMachineInstance) string {
 	return prefix + name + "-" + suffix
 }
 
-// GuestMemory is the memory the guest sees: spec.domain.memory.guest, else resources.requests.memory.
-func GuestMemory(vmi *virtv1.VirtualMachineInstance) (resource.Quantity, error) {
-	if m := vmi.Spec.Domain.Memory; m != nil && m.Guest != nil {
-		return *m.Guest, nil
-	}
-	if q, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
-		return q, nil
-	}
-	return resource.Quantity{}, fmt.Errorf("spec.domain.resources.requests.memory or spec.domain.memory.guest is required")
-}
-
 // RenderPod renders the launcher Pod of an instance. It is pure: the same instance and config
 // always give the same Pod.
 func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, error) {
-	guest, err := GuestMemory(vmi)
+	guest, err := vmi.Spec.Domain.GuestMemory()
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/testenv"
 )
@@ -21,7 +22,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 func testConfig() Config {
-	return Config{LauncherImage: "docker.io/podvirt/virt-launcher:dev", LauncherPullPolicy: corev1.PullIfNotPresent, UseEmulation: true, Overhead: DefaultOverhead(), LauncherUID: 107}
+	return Config{LauncherImage: "docker.io/podvirt/virt-launcher:dev", LauncherPullPolicy: corev1.PullIfNotPresent, UseEmulation: true, Overhead: DefaultOverhead(), LauncherUID: launcherv1.LauncherUID}
 }
 
 // seedInstance is the instance the seed's vm-cirros VirtualMachine creates.

@@ -4,6 +4,10 @@ package v1
 // creates its files there, and the node agent reaches the same directory from the node through the
 // kubelet's emptyDir path (see HostPrivateDir).
 const (
+	// LauncherUID is the non-root user (and group) every launcher container runs as: qemu in the
+	// launcher image's /etc/passwd (mk/launcher.mk reads this line to build the image).
+	LauncherUID = 107
+
 	// ComputeContainer runs the launcher (libvirt + qemu).
 	ComputeContainer = "compute"
 	// ConsoleLogContainer streams the guest's serial console log to its stdout, so `kubectl logs

@@ -117,10 +117,11 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 		in.PVCRoot = launcherv1.PVCMountRoot
 	}
 	spec := &vmi.Spec.Domain
-	mem, err := guestMemory(spec)
+	guest, err := spec.GuestMemory()
 	if err != nil {
 		return nil, err
 	}
+	mem := guest.Value()
 	dom := &libvirtxml.Domain{
 		Type:       "kvm",
 		Name:       DomainName(vmi),
@@ -136,7 +137,7 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	if err := setFirmware(dom, vmi); err != nil {
 		return nil, err
 	}
-	setCPU(dom, spec.CPU, in.Emulation)
+	setCPU(dom, spec, in.Emulation)
 	if err := setOS(dom, spec, in); err != nil {
 		return nil, err
 	}
@@ -157,23 +158,6 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	}
 	dom.Metadata = &libvirtxml.DomainMetadata{XML: string(md)}
 	return plan, nil
-}
-
-// guestMemory is spec.domain.memory.guest, else resources.requests.memory, in bytes, exactly.
-func guestMemory(spec *virtv1.DomainSpec) (int64, error) {
-	if spec.Memory != nil && spec.Memory.Guest != nil {
-		if v := spec.Memory.Guest.Value(); v > 0 {
-			return v, nil
-		}
-		return 0, errors.New("spec.domain.memory.guest: must be positive")
-	}
-	if q, ok := spec.Resources.Requests["memory"]; ok {
-		if v := q.Value(); v > 0 {
-			return v, nil
-		}
-		return 0, errors.New("spec.domain.resources.requests.memory: must be positive")
-	}
-	return 0, errors.New("spec.domain.resources.requests.memory: required (or spec.domain.memory.guest)")
 }
 
 // setFirmware sets the domain UUID and the SMBIOS system entries the guest reads. The UUID is
@@ -209,14 +193,13 @@ func setFirmware(dom *libvirtxml.Domain, vmi *virtv1.VirtualMachineInstance) err
 
 // setCPU sets vCPUs and topology. Under emulation host-model/host-passthrough mean nothing (there is
 // no host CPU to copy), so the emulator's default model is used.
-func setCPU(dom *libvirtxml.Domain, c *virtv1.CPU, emulation bool) {
-	sockets, cores, threads := 1, 1, 1
+func setCPU(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
+	sockets, cores, threads := spec.CPUTopology()
 	model := ""
-	if c != nil {
-		sockets, cores, threads = orOne(c.Sockets), orOne(c.Cores), orOne(c.Threads)
-		model = c.Model
+	if spec.CPU != nil {
+		model = spec.CPU.Model
 	}
-	dom.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: uint(sockets * cores * threads)}
+	dom.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: uint(spec.VCPUs())}
 	cpu := &libvirtxml.DomainCPU{
 		Topology: &libvirtxml.DomainCPUTopology{Sockets: sockets, Dies: 1, Cores: cores, Threads: threads},
 	}
@@ -233,13 +216,6 @@ func setCPU(dom *libvirtxml.Domain, c *virtv1.CPU, emulation bool) {
 		cpu.Mode = "host-model"
 	}
 	dom.CPU = cpu
-}
-
-func orOne(v uint32) int {
-	if v == 0 {
-		return 1
-	}
-	return int(v)
 }
 
 // setOS sets the machine type, SMBIOS from sysinfo and direct kernel boot.

@@ -52,17 +52,18 @@ done
 mkdir -p "$out/usr/share/qemu/keymaps" && cp -L /usr/share/qemu/keymaps/* "$out/usr/share/qemu/keymaps/"
 mkdir -p "$out/usr/share/libvirt" && cp -rL /usr/share/libvirt/cpu_map "$out/usr/share/libvirt/"
 
-# Users: root, qemu (107, what the compute container runs as) and libvirt-qemu (libvirt looks it up
+# Users: root, qemu ($LAUNCHER_UID, launcherv1.LauncherUID: what the compute container runs as) and libvirt-qemu (libvirt looks it up
 # when it runs as root even if qemu.conf says root).
-cat > "$out/etc/passwd" <<'PASSWD'
+uid=${LAUNCHER_UID:?set LAUNCHER_UID (make sets it from api/launcher/v1)}
+cat > "$out/etc/passwd" <<PASSWD
 root:x:0:0:root:/root:/usr/sbin/nologin
-qemu:x:107:107:qemu:/var/lib/virt-launcher:/usr/sbin/nologin
-libvirt-qemu:x:64055:107:libvirt qemu:/var/lib/virt-launcher:/usr/sbin/nologin
+qemu:x:$uid:$uid:qemu:/var/lib/virt-launcher:/usr/sbin/nologin
+libvirt-qemu:x:64055:$uid:libvirt qemu:/var/lib/virt-launcher:/usr/sbin/nologin
 nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
 PASSWD
-cat > "$out/etc/group" <<'GROUP'
+cat > "$out/etc/group" <<GROUP
 root:x:0:
-qemu:x:107:
+qemu:x:$uid:
 kvm:x:108:qemu
 nogroup:x:65534:
 GROUP

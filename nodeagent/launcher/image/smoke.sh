@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Boots the 512-byte test guest with the launcher image's root filesystem, the way a Pod would run it:
-# own mount, network and PID namespaces, uid 107, no capabilities, the private dir bind-mounted at
+# own mount, network and PID namespaces, uid $LAUNCHER_UID (launcherv1.LauncherUID), no capabilities, the private dir bind-mounted at
 # /var/run/podvirt. Checks sync → serial output → ACPI shutdown → exit 0. Needs root on the host (to
 # set up the namespaces) and curl.
 #
@@ -36,7 +36,7 @@ unshare --mount --net --pid --fork --kill-child sh -c "
 	mount -t tmpfs -o size=1m tmpfs '$rootfs/dev'
 	for d in null zero full random urandom tty; do touch '$rootfs/dev/'\$d; mount --bind /dev/\$d '$rootfs/dev/'\$d; done
 	ip link set lo up
-	exec chroot --userspec=107:107 '$rootfs' /usr/bin/virt-launcher run --vmi-name smoke --namespace ns
+	exec chroot --userspec=${LAUNCHER_UID:?}:${LAUNCHER_UID:?} '$rootfs' /usr/bin/virt-launcher run --vmi-name smoke --namespace ns
 " > "$work/launcher.log" 2>&1 &
 pid=$!
 # The launcher is PID 1 of its namespace; unshare ignores SIGTERM and its --kill-child does not survive

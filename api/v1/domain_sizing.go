@@ -1,0 +1,49 @@
+package v1
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// GuestMemory is the memory the guest sees: spec.domain.memory.guest, else
+// spec.domain.resources.requests.memory. The controller sizes the launcher Pod with it and the
+// launcher gives qemu exactly this much; an error names the field when it is missing or not positive.
+func (d *DomainSpec) GuestMemory() (resource.Quantity, error) {
+	if d.Memory != nil && d.Memory.Guest != nil {
+		if d.Memory.Guest.Sign() <= 0 {
+			return resource.Quantity{}, errors.New("spec.domain.memory.guest: must be positive")
+		}
+		return d.Memory.Guest.DeepCopy(), nil
+	}
+	if q, ok := d.Resources.Requests[corev1.ResourceMemory]; ok {
+		if q.Sign() <= 0 {
+			return resource.Quantity{}, errors.New("spec.domain.resources.requests.memory: must be positive")
+		}
+		return q.DeepCopy(), nil
+	}
+	return resource.Quantity{}, errors.New("spec.domain.resources.requests.memory: required (or spec.domain.memory.guest)")
+}
+
+// CPUTopology is the guest's sockets, cores and threads, each defaulting to 1.
+func (d *DomainSpec) CPUTopology() (sockets, cores, threads int) {
+	sockets, cores, threads = 1, 1, 1
+	if c := d.CPU; c != nil {
+		sockets, cores, threads = orOne(c.Sockets), orOne(c.Cores), orOne(c.Threads)
+	}
+	return sockets, cores, threads
+}
+
+// VCPUs is the guest's virtual CPU count: sockets × cores × threads of CPUTopology.
+func (d *DomainSpec) VCPUs() int {
+	sockets, cores, threads := d.CPUTopology()
+	return sockets * cores * threads
+}
+
+func orOne(v uint32) int {
+	if v == 0 {
+		return 1
+	}
+	return int(v)
+}
