@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -32,8 +33,8 @@ type Heartbeat struct {
 	Holder string
 	// Interval between renewals (heartbeat.RenewInterval).
 	Interval time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
 
 	mu      sync.Mutex
 	renewed time.Time
@@ -68,23 +69,16 @@ func (h *Heartbeat) Check(_ *http.Request) error {
 	switch {
 	case last.IsZero():
 		return errors.New("heartbeat lease not renewed yet")
-	case h.now().Sub(last) > heartbeat.LeaseDuration:
-		return fmt.Errorf("heartbeat lease last renewed %s ago", h.now().Sub(last).Round(time.Second))
+	case h.Clock.Now().Sub(last) > heartbeat.LeaseDuration:
+		return fmt.Errorf("heartbeat lease last renewed %s ago", h.Clock.Now().Sub(last).Round(time.Second))
 	}
 	return nil
-}
-
-func (h *Heartbeat) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
 }
 
 // renew creates the lease or moves its renewTime (with the lease's resourceVersion: a concurrent
 // writer makes this renewal fail and the next one succeed).
 func (h *Heartbeat) renew(ctx context.Context) error {
-	now := metav1.NewMicroTime(h.now())
+	now := metav1.NewMicroTime(h.Clock.Now())
 	key := client.ObjectKey{Namespace: h.Namespace, Name: heartbeat.LeaseName(h.NodeName)}
 	lease := &coordinationv1.Lease{}
 	err := h.Client.Get(ctx, key, lease)

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -21,6 +21,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/statuspatch"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
@@ -70,12 +71,15 @@ type Reconciler struct {
 	PollInterval time.Duration
 	// Triggers carries instances to look at now (after a pause or unpause request).
 	Triggers <-chan event.GenericEvent
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers the controller for this node's instances and their launcher Pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("nodeagent-virtualmachineinstance").
 		For(&virtv1.VirtualMachineInstance{}).
@@ -96,7 +100,7 @@ type scope struct {
 }
 
 // Reconcile follows one instance's guest and writes what it observed, once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	vmi := &virtv1.VirtualMachineInstance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -110,12 +114,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	s := &scope{vmi: vmi, pod: pod, launcher: r.Dial(pod)}
-	s.obs = observation{pod: pod, accel: decideFor(r.Accel, pod), now: r.now()}
+	s.obs = observation{pod: pod, accel: decideFor(r.Accel, pod), now: metav1.NewTime(r.Clock.Now())}
 	orig := vmi.DeepCopy()
 	defer func() {
-		if err := r.writeStatus(ctx, orig, vmi); err != nil && retErr == nil {
-			retErr = err
-		}
+		res, retErr = statuspatch.Result(res, retErr, r.writeStatus(ctx, orig, vmi))
 	}()
 	switch {
 	case vmi.Status.Phase.IsFinal():
@@ -241,25 +243,15 @@ func (r *Reconciler) launcherDown(s *scope, err error) error {
 	return r.observeExit(s)
 }
 
-// writeStatus patches the status if it changed (with an optimistic lock: the VMI controller writes
-// the same object) and records the Events the change deserves.
+// writeStatus writes the status if it changed (the VMI controller writes the same object: see
+// statuspatch) and records the Events the change deserves.
 func (r *Reconciler) writeStatus(ctx context.Context, orig, vmi *virtv1.VirtualMachineInstance) error {
-	if equality.Semantic.DeepEqual(orig.Status, vmi.Status) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, vmi, patch); err != nil {
-		return fmt.Errorf("write instance status: %w", err)
+	wrote, err := statuspatch.Write(ctx, r.Client, orig, vmi, "instance")
+	if err != nil || !wrote {
+		return err
 	}
 	for _, e := range statusEvents(&orig.Status, &vmi.Status) {
 		r.Recorder.Eventf(vmi, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 	return nil
-}
-
-func (r *Reconciler) now() metav1.Time {
-	if r.Now != nil {
-		return metav1.NewTime(r.Now())
-	}
-	return metav1.Now()
 }

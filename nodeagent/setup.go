@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,8 +42,8 @@ type Config struct {
 	SubresourceAddr string
 	// SubresourceListener, when set, serves the subresources instead of listening on SubresourceAddr.
 	SubresourceListener net.Listener
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // Validate reports the first missing or invalid setting, naming its flag.
@@ -95,15 +96,18 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	triggers := make(chan event.GenericEvent, 16)
 	a := &Agent{
 		Reconciler: &Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
-			Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Triggers: triggers, Now: cfg.Now,
+			Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Triggers: triggers, Clock: cfg.Clock,
 		},
 		Heartbeat: &Heartbeat{
 			Client: mgr.GetClient(), Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,
-			Interval: cfg.HeartbeatInterval, Now: cfg.Now,
+			Interval: cfg.HeartbeatInterval, Clock: cfg.Clock,
 		},
 	}
 	if err := a.Reconciler.SetupWithManager(mgr); err != nil {

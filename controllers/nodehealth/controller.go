@@ -16,11 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/statuspatch"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
@@ -38,12 +40,15 @@ type Reconciler struct {
 	Namespace string
 	// Threshold is how old a heartbeat may get before the node counts as unresponsive.
 	Threshold time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers the controller for the heartbeat leases in Namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
 		if n := o.(*virtv1.VirtualMachineInstance).Status.NodeName; n != "" {
 			return []string{n}
@@ -68,10 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, lease); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
+	now := r.Clock.Now()
 	if !heartbeat.Stale(lease, now, r.Threshold) {
 		// Look again just after the heartbeat would go stale.
 		return ctrl.Result{RequeueAfter: heartbeat.LastRenewed(lease).Add(r.Threshold).Sub(now) + time.Second}, nil
@@ -83,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for i := range vmis.Items {
 		if err := r.failInstance(ctx, &vmis.Items[i], node, now); err != nil {
-			return ctrl.Result{}, err
+			return statuspatch.Result(ctrl.Result{}, nil, err)
 		}
 	}
 	return ctrl.Result{RequeueAfter: r.Threshold}, nil
@@ -95,14 +97,14 @@ func (r *Reconciler) failInstance(ctx context.Context, vmi *virtv1.VirtualMachin
 	if vmi.Status.Phase.IsFinal() {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(vmi.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	orig := vmi.DeepCopy()
 	vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonNodeUnresponsive, metav1.NewTime(now))
 	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
 		Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: virtv1.ReasonNodeUnresponsive,
 		Message: fmt.Sprintf("The node agent on %s stopped heart-beating more than %s ago", node, r.Threshold),
 	})
-	if err := r.Client.Status().Patch(ctx, vmi, patch); err != nil {
-		return fmt.Errorf("fail instance %s: %w", vmi.Name, err)
+	if wrote, err := statuspatch.Write(ctx, r.Client, orig, vmi, "instance "+vmi.Name); err != nil || !wrote {
+		return err
 	}
 	r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonNodeUnresponsive, "Fail", "The node agent on %s is unresponsive; the instance is considered failed", node)
 

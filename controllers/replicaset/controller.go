@@ -7,12 +7,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
 // ControllerName is the name Events and logs carry.
@@ -36,8 +38,8 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Burst bounds creations and deletions per pass; DefaultBurst when 0.
 	Burst int
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
 
 	exp *expectations
 }
@@ -45,6 +47,9 @@ type Reconciler struct {
 // SetupWithManager registers the controller: replica sets and every instance (an orphan that
 // matches a selector must wake the replica set up).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	r.exp = newExpectations()
 	toReplicaSets := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		if ref := metav1.GetControllerOf(o); ref != nil {
@@ -55,6 +60,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		var list virtv1.VirtualMachineInstanceReplicaSetList
 		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+			ctrl.LoggerFrom(ctx).WithValues("controller", "virtualmachineinstancereplicaset").Error(err,
+				"Cannot list the replica sets for an orphaned instance; it is adopted at its next event", "instance", klog.KObj(o))
 			return nil
 		}
 		var reqs []reconcile.Request
@@ -72,15 +79,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // Reconcile claims instances, scales towards spec.replicas and writes the status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	rs := &virtv1.VirtualMachineInstanceReplicaSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -94,12 +94,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	orig := rs.DeepCopy()
 	defer func() {
-		if equality.Semantic.DeepEqual(orig.Status, rs.Status) {
-			return
-		}
-		if err := r.Client.Status().Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil && retErr == nil {
-			retErr = fmt.Errorf("write replica set status: %w", err)
-		}
+		_, err := statuspatch.Write(ctx, r.Client, orig, rs, "replica set")
+		res, retErr = statuspatch.Result(res, retErr, err)
 	}()
 
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
@@ -124,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		byName[all.Items[i].Name] = &all.Items[i]
 	}
 	present := func(name string) bool { v, ok := byName[name]; return ok && v.DeletionTimestamp == nil }
-	if !r.exp.satisfied(req.NamespacedName, present, r.now()) {
+	if !r.exp.satisfied(req.NamespacedName, present, r.Clock.Now()) {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil // our own writes are on their way
 	}
 
@@ -138,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	created, deleted, err := r.scale(ctx, rs, owned, active)
-	r.exp.expect(req.NamespacedName, created, deleted, r.now())
+	r.exp.expect(req.NamespacedName, created, deleted, r.Clock.Now())
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
 // conflictRetry is how soon a pass whose status write lost a race runs again.
@@ -35,13 +37,16 @@ type Reconciler struct {
 	// APIReader reads without the cache: adoption re-checks the VM with it.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers the controller: VirtualMachines, their instances (owned or orphaned:
 // an instance has its VirtualMachine's name) and the claims their templates use.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &virtv1.VirtualMachine{}, claimIndex, claimNames); err != nil {
 		return fmt.Errorf("index VirtualMachines by claim: %w", err)
 	}
@@ -51,6 +56,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byClaim := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var vms virtv1.VirtualMachineList
 		if err := r.Client.List(ctx, &vms, client.InNamespace(o.GetNamespace()), client.MatchingFields{claimIndex: o.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).WithValues("controller", "virtualmachine").Error(err,
+				"Cannot list the VirtualMachines that use a claim; its change reaches them at their next event", "claim", klog.KObj(o))
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(vms.Items))
@@ -95,17 +102,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{vm: vm, now: r.now()}
+	s := &scope{vm: vm, now: r.Clock.Now()}
 	orig := vm.DeepCopy()
 	defer func() {
-		err := r.writeStatus(ctx, orig, vm)
-		switch {
-		case apierrors.IsConflict(err):
-			// Our cache lags behind a newer write; look again shortly with fresh data.
-			res = ctrl.Result{RequeueAfter: conflictRetry}
-		case err != nil && retErr == nil:
-			retErr = err
-		}
+		// The optimistic lock keeps a concurrently appended state-change request from being lost.
+		_, err := statuspatch.Write(ctx, r.Client, orig, vm, "VirtualMachine")
+		res, retErr = statuspatch.Result(res, retErr, err)
 	}()
 
 	if err := r.observe(ctx, s); err != nil {
@@ -116,13 +118,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil // the garbage collector deletes (or orphans) the instance
 	}
 	return r.reconcileNormal(ctx, s)
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // observe fetches the instance (adopting an orphan of the same name) and the claims.
@@ -271,17 +266,4 @@ func (r *Reconciler) setStatus(s *scope, d decision) {
 	setPausedCondition(s.vm, s.vmi)
 	setRestartRequiredCondition(s.vm, s.vmi, templateHash(s.vm))
 	setStoppedCondition(s.vm, s.vmi, d)
-}
-
-// writeStatus patches the status if it changed, with an optimistic lock so a concurrently
-// appended state-change request is never lost.
-func (r *Reconciler) writeStatus(ctx context.Context, orig, vm *virtv1.VirtualMachine) error {
-	if equality.Semantic.DeepEqual(orig.Status, vm.Status) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, vm, patch); err != nil {
-		return fmt.Errorf("write VirtualMachine status: %w", err)
-	}
-	return nil
 }

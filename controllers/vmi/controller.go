@@ -3,23 +3,20 @@ package vmi
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/statuspatch"
 )
-
-// conflictRetry is how soon a pass whose status write lost a race runs again.
-const conflictRetry = 100 * time.Millisecond
 
 // ControllerName is the name Events and logs carry.
 const ControllerName = "virtualmachineinstance-controller"
@@ -32,12 +29,15 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Config    Config
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers the controller for instances and the Pods they own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("virtualmachineinstance").
 		For(&virtv1.VirtualMachineInstance{}).
@@ -63,23 +63,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	orig := vmi.DeepCopy()
 	defer func() {
-		err := r.writeStatus(ctx, orig, vmi)
-		switch {
-		case apierrors.IsConflict(err):
-			// Our cache lags behind a newer write; look again shortly with fresh data.
-			res = ctrl.Result{RequeueAfter: conflictRetry}
-		case err != nil && retErr == nil:
-			retErr = err
-		}
+		res, retErr = statuspatch.Result(res, retErr, r.writeStatus(ctx, orig, vmi))
 	}()
 	return ctrl.Result{}, r.reconcileNormal(ctx, vmi)
-}
-
-func (r *Reconciler) now() metav1.Time {
-	if r.Now != nil {
-		return metav1.NewTime(r.Now())
-	}
-	return metav1.Now()
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
@@ -95,7 +81,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMac
 			return err
 		}
 	}
-	observePod(vmi, pod, r.now())
+	observePod(vmi, pod, metav1.NewTime(r.Clock.Now()))
 	return nil
 }
 
@@ -139,7 +125,7 @@ func (r *Reconciler) launcherPod(ctx context.Context, vmi *virtv1.VirtualMachine
 func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pod, err := RenderPod(vmi, r.Config)
 	if err != nil {
-		vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonInvalidSpec, r.now())
+		vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonInvalidSpec, metav1.NewTime(r.Clock.Now()))
 		setReady(&vmi.Status, virtv1.ReasonInvalidSpec, err.Error())
 		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonInvalidSpec, "Create", "Cannot run this instance: %v", err)
 		return nil, nil
@@ -155,7 +141,7 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 		r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created virtual machine pod %s", pod.Name)
 	}
 	if err != nil {
-		vmi.Status.SetPhase(virtv1.Pending, "", r.now())
+		vmi.Status.SetPhase(virtv1.Pending, "", metav1.NewTime(r.Clock.Now()))
 		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
 			Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: "FailedCreate", Message: err.Error(),
 		})
@@ -192,15 +178,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vmi *virtv1.VirtualMac
 	return nil
 }
 
-// writeStatus patches the status if it changed, with an optimistic lock: the node agent writes
-// the same object.
+// writeStatus writes the status if it changed (the node agent writes the same object: see
+// statuspatch) and records an Event when the instance ended.
 func (r *Reconciler) writeStatus(ctx context.Context, orig, vmi *virtv1.VirtualMachineInstance) error {
-	if equality.Semantic.DeepEqual(orig.Status, vmi.Status) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, vmi, patch); err != nil {
-		return fmt.Errorf("write instance status: %w", err)
+	wrote, err := statuspatch.Write(ctx, r.Client, orig, vmi, "instance")
+	if err != nil || !wrote {
+		return err
 	}
 	if orig.Status.Phase != vmi.Status.Phase && vmi.Status.Phase.IsFinal() {
 		eventType := corev1.EventTypeNormal
