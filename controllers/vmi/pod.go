@@ -62,97 +62,12 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	if err != nil {
 		return nil, err
 	}
-	grace := vmi.Spec.GracePeriodSeconds()
-	hostname := vmi.Spec.Hostname
-	if hostname == "" {
-		hostname = vmi.Name
-		if len(hostname) > 63 {
-			hostname = hostname[:63]
-		}
-	}
-
-	labels := map[string]string{}
-	for k, v := range vmi.Labels {
-		labels[k] = v
-	}
-	labels[launcherv1.AppLabel] = launcherv1.AppLabelValue
-	labels[launcherv1.DomainLabel] = vmi.Name
-	labels[launcherv1.CreatedByLabel] = string(vmi.UID)
-
-	private := corev1.VolumeMount{Name: launcherv1.PrivateVolume, MountPath: launcherv1.PrivateDir}
-	bin := corev1.VolumeMount{Name: launcherv1.BinVolume, MountPath: launcherv1.BinDir}
-	computeMounts := []corev1.VolumeMount{private}
-	volumes := []corev1.Volume{
-		{Name: launcherv1.PrivateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: launcherv1.BinVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-	}
-	inits := []corev1.Container{{
-		Name:            "container-disk-binary",
-		Image:           cfg.LauncherImage,
-		ImagePullPolicy: cfg.LauncherPullPolicy,
-		Command:         []string{launcherv1.ContainerDiskBinary, "install", launcherv1.BinDir},
-		VolumeMounts:    []corev1.VolumeMount{bin},
-		Resources:       helperResources(),
-		SecurityContext: containerSecurity(),
-	}}
-	copyFrom := func(name, image string, policy corev1.PullPolicy, src, dst string) corev1.Container {
-		if policy == "" {
-			policy = cfg.DiskImagePullPolicy
-		}
-		return corev1.Container{
-			Name:            name,
-			Image:           image,
-			ImagePullPolicy: policy,
-			Command:         []string{path.Join(launcherv1.BinDir, path.Base(launcherv1.ContainerDiskBinary)), "copy", src, dst},
-			VolumeMounts:    []corev1.VolumeMount{bin, private},
-			Resources:       helperResources(),
-			SecurityContext: containerSecurity(),
-		}
-	}
-	mounted := map[string]bool{} // secrets already mounted
-	for i, v := range vmi.Spec.Volumes {
-		switch {
-		case v.ContainerDisk != nil:
-			src := v.ContainerDisk.Path
-			if src == "" {
-				src = "/disk"
-			}
-			dst := path.Join(launcherv1.PrivateDir, launcherv1.DisksDir, v.Name)
-			inits = append(inits, copyFrom(fmt.Sprintf("volume%d-containerdisk", i), v.ContainerDisk.Image, v.ContainerDisk.ImagePullPolicy, src, dst))
-		case v.CloudInitNoCloud != nil:
-			for _, ref := range []*corev1.LocalObjectReference{v.CloudInitNoCloud.SecretRef, v.CloudInitNoCloud.NetworkDataSecretRef} {
-				if ref == nil || mounted[ref.Name] {
-					continue
-				}
-				mounted[ref.Name] = true
-				volName := fmt.Sprintf("secret%d-%d", i, len(mounted))
-				volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
-				computeMounts = append(computeMounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.SecretMountRoot, ref.Name), ReadOnly: true})
-			}
-		case v.PersistentVolumeClaim != nil:
-			volName := fmt.Sprintf("volume%d-pvc", i)
-			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName, ReadOnly: v.PersistentVolumeClaim.ReadOnly},
-			}})
-			computeMounts = append(computeMounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.PVCMountRoot, v.Name), ReadOnly: v.PersistentVolumeClaim.ReadOnly})
-		}
-	}
-	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
-		c := fw.KernelBoot.Container
-		dst := path.Join(launcherv1.PrivateDir, launcherv1.KernelBootDir)
-		if c.KernelPath != "" {
-			inits = append(inits, copyFrom("kernel-boot-kernel", c.Image, c.ImagePullPolicy, c.KernelPath, path.Join(dst, launcherv1.KernelBootKernel)))
-		}
-		if c.InitrdPath != "" {
-			inits = append(inits, copyFrom("kernel-boot-initrd", c.Image, c.ImagePullPolicy, c.InitrdPath, path.Join(dst, launcherv1.KernelBootInitrd)))
-		}
-	}
-
+	volumes, computeMounts := podVolumes(vmi)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(vmi),
 			Namespace: vmi.Namespace,
-			Labels:    labels,
+			Labels:    podLabels(vmi),
 			Annotations: map[string]string{
 				"kubectl.kubernetes.io/default-container": launcherv1.ComputeContainer,
 			},
@@ -160,10 +75,10 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: ptr.To(grace + podGraceMargin),
+			TerminationGracePeriodSeconds: ptr.To(vmi.Spec.GracePeriodSeconds() + podGraceMargin),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
-			Hostname:                      hostname,
+			Hostname:                      podHostname(vmi),
 			Subdomain:                     vmi.Spec.Subdomain,
 			NodeSelector:                  vmi.Spec.NodeSelector,
 			Affinity:                      vmi.Spec.Affinity,
@@ -173,35 +88,157 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			DNSPolicy:                     vmi.Spec.DNSPolicy,
 			DNSConfig:                     vmi.Spec.DNSConfig,
 			SecurityContext:               podSecurity(cfg),
-			InitContainers:                inits,
-			Containers: []corev1.Container{
-				{
-					Name:            launcherv1.ComputeContainer,
-					Image:           cfg.LauncherImage,
-					ImagePullPolicy: cfg.LauncherPullPolicy,
-					Command:         []string{"virt-launcher", "run", "--vmi-name", vmi.Name, "--namespace", vmi.Namespace},
-					Env: []corev1.EnvVar{
-						{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-						{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-					},
-					Resources:       resources,
-					VolumeMounts:    computeMounts,
-					SecurityContext: containerSecurity(),
-				},
-				{
-					Name:            launcherv1.ConsoleLogContainer,
-					Image:           cfg.LauncherImage,
-					ImagePullPolicy: cfg.LauncherPullPolicy,
-					Command:         []string{"virt-launcher", "console-log"},
-					Resources:       helperResources(),
-					VolumeMounts:    []corev1.VolumeMount{private},
-					SecurityContext: containerSecurity(),
-				},
-			},
-			Volumes: volumes,
+			InitContainers:                diskCopyContainers(vmi, cfg),
+			Containers:                    []corev1.Container{computeContainer(vmi, cfg, resources, computeMounts), consoleLogContainer(cfg)},
+			Volumes:                       volumes,
 		},
 	}
 	return pod, nil
+}
+
+// podLabels: the instance's own labels plus the ones that find its launcher Pod (KubeVirt's
+// kubevirt.io/domain among them, which `virtctl expose` selects on).
+func podLabels(vmi *virtv1.VirtualMachineInstance) map[string]string {
+	labels := map[string]string{}
+	for k, v := range vmi.Labels {
+		labels[k] = v
+	}
+	labels[launcherv1.AppLabel] = launcherv1.AppLabelValue
+	labels[launcherv1.DomainLabel] = vmi.Name
+	labels[launcherv1.CreatedByLabel] = string(vmi.UID)
+	return labels
+}
+
+// podHostname is spec.hostname, else the instance's name cut to a DNS label's 63 characters.
+func podHostname(vmi *virtv1.VirtualMachineInstance) string {
+	if vmi.Spec.Hostname != "" {
+		return vmi.Spec.Hostname
+	}
+	if len(vmi.Name) > 63 {
+		return vmi.Name[:63]
+	}
+	return vmi.Name
+}
+
+// Mounts every launcher container has.
+var (
+	privateMount = corev1.VolumeMount{Name: launcherv1.PrivateVolume, MountPath: launcherv1.PrivateDir}
+	binMount     = corev1.VolumeMount{Name: launcherv1.BinVolume, MountPath: launcherv1.BinDir}
+)
+
+// podVolumes: the private and bin emptyDirs, one secret volume per Secret the cloud-init volumes
+// name, one volume per PVC; and the compute container's mounts of them.
+func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.VolumeMount) {
+	mounts := []corev1.VolumeMount{privateMount}
+	volumes := []corev1.Volume{
+		{Name: launcherv1.PrivateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: launcherv1.BinVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	mounted := map[string]bool{} // secrets already mounted
+	for i, v := range vmi.Spec.Volumes {
+		switch {
+		case v.CloudInitNoCloud != nil:
+			for _, ref := range []*corev1.LocalObjectReference{v.CloudInitNoCloud.SecretRef, v.CloudInitNoCloud.NetworkDataSecretRef} {
+				if ref == nil || mounted[ref.Name] {
+					continue
+				}
+				mounted[ref.Name] = true
+				volName := fmt.Sprintf("secret%d-%d", i, len(mounted))
+				volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
+				mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.SecretMountRoot, ref.Name), ReadOnly: true})
+			}
+		case v.PersistentVolumeClaim != nil:
+			volName := fmt.Sprintf("volume%d-pvc", i)
+			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName, ReadOnly: v.PersistentVolumeClaim.ReadOnly},
+			}})
+			mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.PVCMountRoot, v.Name), ReadOnly: v.PersistentVolumeClaim.ReadOnly})
+		}
+	}
+	return volumes, mounts
+}
+
+// diskCopyContainers: the first installs the static container-disk helper into the bin volume; then
+// one per containerDisk volume and per kernelBoot file copies the file out of its image (which may
+// have no binaries at all) into the private directory. The images themselves are never modified.
+func diskCopyContainers(vmi *virtv1.VirtualMachineInstance, cfg Config) []corev1.Container {
+	inits := []corev1.Container{{
+		Name:            "container-disk-binary",
+		Image:           cfg.LauncherImage,
+		ImagePullPolicy: cfg.LauncherPullPolicy,
+		Command:         []string{launcherv1.ContainerDiskBinary, "install", launcherv1.BinDir},
+		VolumeMounts:    []corev1.VolumeMount{binMount},
+		Resources:       helperResources(),
+		SecurityContext: containerSecurity(),
+	}}
+	for i, v := range vmi.Spec.Volumes {
+		if v.ContainerDisk == nil {
+			continue
+		}
+		src := v.ContainerDisk.Path
+		if src == "" {
+			src = "/disk"
+		}
+		dst := path.Join(launcherv1.PrivateDir, launcherv1.DisksDir, v.Name)
+		inits = append(inits, copyContainer(cfg, fmt.Sprintf("volume%d-containerdisk", i), v.ContainerDisk.Image, v.ContainerDisk.ImagePullPolicy, src, dst))
+	}
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
+		c := fw.KernelBoot.Container
+		dst := path.Join(launcherv1.PrivateDir, launcherv1.KernelBootDir)
+		if c.KernelPath != "" {
+			inits = append(inits, copyContainer(cfg, "kernel-boot-kernel", c.Image, c.ImagePullPolicy, c.KernelPath, path.Join(dst, launcherv1.KernelBootKernel)))
+		}
+		if c.InitrdPath != "" {
+			inits = append(inits, copyContainer(cfg, "kernel-boot-initrd", c.Image, c.ImagePullPolicy, c.InitrdPath, path.Join(dst, launcherv1.KernelBootInitrd)))
+		}
+	}
+	return inits
+}
+
+// copyContainer runs the container-disk helper from the bin volume in image to copy src to dst.
+func copyContainer(cfg Config, name, image string, policy corev1.PullPolicy, src, dst string) corev1.Container {
+	if policy == "" {
+		policy = cfg.DiskImagePullPolicy
+	}
+	return corev1.Container{
+		Name:            name,
+		Image:           image,
+		ImagePullPolicy: policy,
+		Command:         []string{path.Join(launcherv1.BinDir, path.Base(launcherv1.ContainerDiskBinary)), "copy", src, dst},
+		VolumeMounts:    []corev1.VolumeMount{binMount, privateMount},
+		Resources:       helperResources(),
+		SecurityContext: containerSecurity(),
+	}
+}
+
+// computeContainer runs the launcher (libvirt + qemu) with the guest's resources.
+func computeContainer(vmi *virtv1.VirtualMachineInstance, cfg Config, resources corev1.ResourceRequirements, mounts []corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
+		Name:            launcherv1.ComputeContainer,
+		Image:           cfg.LauncherImage,
+		ImagePullPolicy: cfg.LauncherPullPolicy,
+		Command:         []string{"virt-launcher", "run", "--vmi-name", vmi.Name, "--namespace", vmi.Namespace},
+		Env: []corev1.EnvVar{
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		},
+		Resources:       resources,
+		VolumeMounts:    mounts,
+		SecurityContext: containerSecurity(),
+	}
+}
+
+// consoleLogContainer streams the guest's serial log to its stdout (`kubectl logs`).
+func consoleLogContainer(cfg Config) corev1.Container {
+	return corev1.Container{
+		Name:            launcherv1.ConsoleLogContainer,
+		Image:           cfg.LauncherImage,
+		ImagePullPolicy: cfg.LauncherPullPolicy,
+		Command:         []string{"virt-launcher", "console-log"},
+		Resources:       helperResources(),
+		VolumeMounts:    []corev1.VolumeMount{privateMount},
+		SecurityContext: containerSecurity(),
+	}
 }
 
 // computeResources: the guest's memory plus the launcher's overhead; CPU as the instance asks
