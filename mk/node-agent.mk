@@ -11,4 +11,4 @@ image-virt-handler:
 
 .PHONY: test-node-agent
 test-node-agent: ## Node agent unit + integration tests (real apiserver, launcher double on a unix socket)
-	KUBEBUILDER_ASSETS=$$(hack/kube-binaries.sh kube-apiserver etcd) go test -count=1 ./nodeagent/... ./cmd/virt-handler/
+	KUBEBUILDER_ASSETS=$$(hack/kube-binaries.sh kube-apiserver etcd kube-controller-manager) go test -count=1 ./nodeagent/... ./cmd/virt-handler/
