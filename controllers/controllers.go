@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,8 @@ type Options struct {
 	HeartbeatThreshold time.Duration
 	// ReplicaSetBurst bounds instance creations and deletions per replica set pass.
 	ReplicaSetBurst int
+	// Clock tells every controller the time; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // CacheOptions limits the manager's cache to what the controllers read: launcher Pods only (by
@@ -51,10 +54,10 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 		name  string
 		setup func(ctrl.Manager) error
 	}{
-		{"virtualmachine", (&vm.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vm.ControllerName)}).SetupWithManager},
-		{"virtualmachineinstance", (&vmi.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vmi.ControllerName), Config: o.Launcher}).SetupWithManager},
-		{"replicaset", (&replicaset.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(replicaset.ControllerName), Burst: o.ReplicaSetBurst}).SetupWithManager},
-		{"nodehealth", (&nodehealth.Reconciler{Client: c, Recorder: mgr.GetEventRecorder(nodehealth.ControllerName), Namespace: o.Namespace, Threshold: o.HeartbeatThreshold}).SetupWithManager},
+		{"virtualmachine", (&vm.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vm.ControllerName), Clock: o.Clock}).SetupWithManager},
+		{"virtualmachineinstance", (&vmi.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vmi.ControllerName), Config: o.Launcher, Clock: o.Clock}).SetupWithManager},
+		{"replicaset", (&replicaset.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(replicaset.ControllerName), Burst: o.ReplicaSetBurst, Clock: o.Clock}).SetupWithManager},
+		{"nodehealth", (&nodehealth.Reconciler{Client: c, Recorder: mgr.GetEventRecorder(nodehealth.ControllerName), Namespace: o.Namespace, Threshold: o.HeartbeatThreshold, Clock: o.Clock}).SetupWithManager},
 	}
 	for _, r := range regs {
 		if err := r.setup(mgr); err != nil {

@@ -9,10 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/controllers"
 	"github.com/podvirt/podvirt/internal/testenv"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
@@ -93,26 +95,49 @@ func TestReplicaSetScalesAndPauses(t *testing.T) {
 func TestStaleHeartbeatFailsInstancesOnTheNode(t *testing.T) {
 	e := testenv.Require(t, env)
 	ns := e.Namespace(t)
-	startControllers(t, ns) // leases are read in ns (the test's Podvirt namespace)
+	// The controllers' clock stands still unless the test steps it, so "fresh" stays fresh however
+	// slow the machine is. Leases are read in ns (the test's Podvirt namespace).
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	startControllers(t, ns, func(o *controllers.Options) { o.Clock = clk })
 	ctx := context.Background()
-	require.NoError(t, e.Client.Create(ctx, newVM(ns, "vm", virtv1.RunStrategyAlways)))
-	var first *virtv1.VirtualMachineInstance
-	eventually(t, "started", func() bool { first = instance(t, ns, "vm"); return first != nil })
-	runPod(t, first, "node-lost")
-	eventually(t, "scheduled", func() bool { return instance(t, ns, "vm").Status.Phase == virtv1.Scheduled })
-	setInstancePhase(t, ns, "vm", virtv1.Running)
-
-	renewed := metav1.NewMicroTime(time.Now())
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: heartbeat.LeaseName("node-lost")},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("virt-handler-x"), RenewTime: &renewed, LeaseDurationSeconds: ptr.To(int32(40))},
+	running := func(vmName, node string) *virtv1.VirtualMachineInstance {
+		require.NoError(t, e.Client.Create(ctx, newVM(ns, vmName, virtv1.RunStrategyAlways)))
+		var v *virtv1.VirtualMachineInstance
+		eventually(t, vmName+" started", func() bool { v = instance(t, ns, vmName); return v != nil })
+		runPod(t, v, node)
+		eventually(t, vmName+" scheduled", func() bool { return instance(t, ns, vmName).Status.Phase == virtv1.Scheduled })
+		setInstancePhase(t, ns, vmName, virtv1.Running)
+		return v
 	}
-	require.NoError(t, e.Client.Create(ctx, lease))
-	// The heartbeat is fresh: nothing happens; once it is older than the 3 s threshold, the instance fails.
-	assert.Equal(t, virtv1.Running, instance(t, ns, "vm").Status.Phase)
-	eventually(t, "NodeUnresponsive, then replaced", func() bool {
+	healthy, lost := running("vm-ok", "node-ok"), running("vm-lost", "node-lost")
+	heartbeatAt := func(node string, renewed time.Time) *coordinationv1.Lease {
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: heartbeat.LeaseName(node)},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("virt-handler-x"), RenewTime: ptr.To(metav1.NewMicroTime(renewed)), LeaseDurationSeconds: ptr.To(int32(40))},
+		}
+		require.NoError(t, e.Client.Create(ctx, lease))
+		return lease
+	}
+	// The fresh lease is created first: the node-health controller (one worker, a FIFO queue) has
+	// judged it by the time it fails the instance of the stale one.
+	freshLease := heartbeatAt("node-ok", clk.Now())
+	heartbeatAt("node-lost", clk.Now().Add(-time.Minute))
+	eventually(t, "vm-lost: NodeUnresponsive, then replaced", func() bool {
 		kubeletDeletes(t, ns)
-		v := instance(t, ns, "vm")
-		return v != nil && v.UID != first.UID
+		v := instance(t, ns, "vm-lost")
+		return v != nil && v.UID != lost.UID
+	})
+	v := instance(t, ns, "vm-ok")
+	require.Equal(t, healthy.UID, v.UID, "a fresh heartbeat fences nothing")
+	require.Equal(t, virtv1.Running, v.Status.Phase)
+
+	// Time passes without a renewal: the same node's heartbeat is now stale.
+	clk.SetTime(clk.Now().Add(time.Minute))
+	patch := client.MergeFrom(freshLease.DeepCopy())
+	freshLease.Labels = map[string]string{"touched": "yes"} // an event, so the controller looks again
+	require.NoError(t, e.Client.Patch(ctx, freshLease, patch))
+	eventually(t, "vm-ok: NodeUnresponsive once its heartbeat went stale", func() bool {
+		v := instance(t, ns, "vm-ok")
+		return v != nil && (v.UID != healthy.UID || v.Status.Reason == virtv1.ReasonNodeUnresponsive)
 	})
 }

@@ -36,13 +36,16 @@ func TestMain(m *testing.M) {
 const wait = 30 * time.Second
 
 // startControllers runs the shipped controllers, watching only ns, until the test ends (or the
-// returned stop function is called). It returns the stop function.
-func startControllers(t *testing.T, ns string) func() {
+// returned stop function is called). It returns the stop function. opts adjust the options.
+func startControllers(t *testing.T, ns string, opts ...func(*controllers.Options)) func() {
 	t.Helper()
 	o := controllers.Options{
 		Launcher:           vmi.Config{LauncherImage: "example/virt-launcher:test", LauncherPullPolicy: corev1.PullIfNotPresent, UseEmulation: true, Overhead: vmi.DefaultOverhead(), LauncherUID: launcherv1.LauncherUID},
 		Namespace:          ns,
 		HeartbeatThreshold: 3 * time.Second,
+	}
+	for _, opt := range opts {
+		opt(&o)
 	}
 	cacheOpts := controllers.CacheOptions(o)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}

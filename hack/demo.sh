@@ -16,8 +16,9 @@ k wait vmi/vm-cirros --for=jsonpath='{.status.phase}'=Running --timeout=5m
 k get vm,vmi vm-cirros
 
 pod=$(k get vmi vm-cirros -o jsonpath='{.status.launcherPod}')
+userdata=no
 for _ in $(seq 120); do
-  if k logs "$pod" -c guest-console-log | grep -q 'printed from cloud-init userdata'; then break; fi
+  if k logs "$pod" -c guest-console-log | grep -q 'printed from cloud-init userdata'; then userdata=yes; break; fi
   sleep 1
 done
 echo
@@ -25,6 +26,12 @@ echo "demo: the guest's serial console (kubectl logs $pod -c guest-console-log):
 echo "----------------------------------------------------------------------"
 k logs "$pod" -c guest-console-log | grep -v '^\[ *[0-9.]*\] ' || true
 echo "----------------------------------------------------------------------"
+if [ "$userdata" != yes ]; then
+  echo "demo: FAILED: vm-cirros runs, but its guest did not print its cloud-init user data" \
+    "('printed from cloud-init userdata') on the serial console within 120 s." >&2
+  echo "demo: look at the console above, 'kubectl describe vmi vm-cirros' and 'make cluster-logs'." >&2
+  exit 1
+fi
 cat <<MSG
 demo: vm-cirros runs. Try:
   export KUBECONFIG=$KUBECONFIG

@@ -46,9 +46,9 @@ launcher-image: ## Build the launcher image into $(IMAGE_CACHE)/virt-launcher.ta
 	$(HEAVY) $(MAKE) --no-print-directory image-virt-launcher
 
 .PHONY: launcher-test
-launcher-test: launcher-deps ## Launcher tests: unit, real integration (root: qemu + libvirt), image smoke boot
+launcher-test: launcher-deps guest-images ## Launcher tests: unit, real integration (root: qemu + libvirt) incl. real demo-guest boots, image smoke boot
 	go test -count=1 ./nodeagent/launcher/... ./cmd/container-disk/ ./cmd/virt-launcher/
-	$(HEAVY) go test -tags launcher -count=1 -timeout 15m -v ./nodeagent/launcher/
+	PODVIRT_DEMO_GUEST=$$(hack/guest/build.sh dir) $(HEAVY) go test -tags launcher -count=1 -timeout 15m -v ./nodeagent/launcher/
 	$(MAKE) --no-print-directory launcher-image
 	$(HEAVY) nodeagent/launcher/image/smoke.sh $(LAUNCHER_ROOTFS)
 

@@ -16,23 +16,24 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 )
 
-// demoGuest is the directory of the demo guest (busybox + small kernel) another part of the project
-// builds under $PODVIRT_CACHE/guest/<key>/; the tests that need it are skipped when it is absent.
+// demoGuestEnv names the directory of the demo guest (busybox + small kernel) that hack/guest/build.sh
+// built for the current sources; `make launcher-test` builds it first and sets it.
+const demoGuestEnv = "PODVIRT_DEMO_GUEST"
+
+// demoGuest is the demo guest's directory. A missing guest is a failure, never a skip: these are the
+// only launcher tests that boot a real OS and the only automated check of the per-VM memory figure.
 func demoGuest(t *testing.T) string {
 	t.Helper()
-	cache := os.Getenv("PODVIRT_CACHE")
-	if cache == "" {
-		cache = "/var/cache/podvirt"
+	dir := os.Getenv(demoGuestEnv)
+	if dir == "" {
+		t.Fatalf("%s is not set: run these tests with `make launcher-test`, which builds the demo guest and sets it", demoGuestEnv)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(cache, "guest", "*", "demo.qcow2"))
-	for _, d := range dirs {
-		dir := filepath.Dir(d)
-		if _, err := os.Stat(filepath.Join(dir, ".done")); err == nil {
-			return dir
+	for _, f := range []string{".done", "demo.qcow2", "vmlinuz", "initramfs.gz"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("%s=%s is not a finished demo guest build: %v", demoGuestEnv, dir, err)
 		}
 	}
-	t.Skipf("no demo guest under %s/guest (built by the guest image targets); skipping the real-OS boot", cache)
-	return ""
+	return dir
 }
 
 // TestRealGuestContainerDisk is the seed's vm-cirros example with the demo guest as its containerDisk:
