@@ -3,10 +3,6 @@ package controllers_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,63 +21,41 @@ import (
 	"github.com/podvirt/podvirt/controllers"
 	"github.com/podvirt/podvirt/controllers/vmi"
 	"github.com/podvirt/podvirt/internal/testenv"
+	"github.com/podvirt/podvirt/nodeagent"
+	"github.com/podvirt/podvirt/nodeagent/accel"
 )
 
-// writeCounter counts the controllers' write requests by verb and resource path.
-type writeCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
+const benchNode = "node-a"
+
+// startCounted runs a manager on a REST config whose writes counter counts, until the benchmark ends.
+func startCounted(b *testing.B, counter *writeCounter, cacheOpts cache.Options, clientOpts client.Options, add func(ctrl.Manager) error) {
+	b.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = counter.wrap
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Scheme, Cache: cacheOpts, Client: clientOpts,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	require.NoError(b, err)
+	require.NoError(b, add(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	b.Cleanup(func() { cancel(); require.NoError(b, <-done) })
 }
 
-func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodGet {
-			w.mu.Lock()
-			w.counts[req.Method+" "+resourceOf(req.URL.Path)]++
-			w.mu.Unlock()
-		}
-		return rt.RoundTrip(req)
-	})
-}
-
-func (w *writeCounter) reset() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c := w.counts
-	w.counts = map[string]int{}
-	return c
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// resourceOf reduces /apis/g/v/namespaces/ns/res/name/sub to res/sub.
-func resourceOf(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	for i, p := range parts {
-		if p == "namespaces" && i+2 < len(parts) {
-			rest := parts[i+2:]
-			if len(rest) >= 3 {
-				return rest[0] + "/" + rest[2]
-			}
-			return rest[0]
-		}
-	}
-	return path
-}
-
-// BenchmarkControllerWritesPerVMStart counts every write the controllers make to the apiserver from
-// "VM set to start" to "launcher Pod running", per VM, for 20 VMs. It prints the figures; it
-// asserts nothing about them. Run: make bench-controllers.
+// BenchmarkControllerWritesPerVMStart counts every write to the apiserver of a whole VM start, from
+// "VM set to start" until every VM shows Running and Ready: the shipped controllers and the shipped
+// node agent (its launchers played by doubles whose guest runs at once) each through their own
+// counted client, every write with its response code. The benchmark plays only the scheduler and
+// kubelet (binding each launcher Pod and reporting it running and ready; not counted). It prints
+// the figures and asserts nothing about them. Run: make bench-controllers.
 func BenchmarkControllerWritesPerVMStart(b *testing.B) {
 	e := testenv.Require(b, env)
 	const vms = 20
 	for range b.N {
 		ns := e.Namespace(b)
-		counter := &writeCounter{counts: map[string]int{}}
-		cfg := rest.CopyConfig(e.Config)
-		cfg.WrapTransport = counter.wrap
+		ctx := context.Background()
+		ctrlWrites, agentWrites := newWriteCounter(), newWriteCounter()
 		o := controllers.Options{
 			Launcher:           vmi.Config{LauncherImage: "example/virt-launcher:bench", UseEmulation: true, Overhead: vmi.DefaultOverhead(), LauncherUID: launcherv1.LauncherUID},
 			Namespace:          ns,
@@ -89,33 +63,24 @@ func BenchmarkControllerWritesPerVMStart(b *testing.B) {
 		}
 		cacheOpts := controllers.CacheOptions(o)
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: e.Scheme, Cache: cacheOpts, Metrics: metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-		require.NoError(b, err)
-		require.NoError(b, controllers.AddToManager(mgr, o))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
+		startCounted(b, ctrlWrites, cacheOpts, client.Options{}, func(mgr ctrl.Manager) error { return controllers.AddToManager(mgr, o) })
+		launchers := &runningLaunchers{synced: map[string]bool{}}
+		startCounted(b, agentWrites, nodeagent.CacheOptions(benchNode), nodeagent.ClientOptions(), func(mgr ctrl.Manager) error {
+			_, err := nodeagent.Setup(mgr, nodeagent.Config{
+				NodeName: benchNode, PodName: "virt-handler-bench", Namespace: ns,
+				Accel: accel.Decide(true, accel.Result{}), Dial: launchers.dial,
+				PollInterval: 2 * time.Second, HeartbeatInterval: 10 * time.Second, // as shipped
+			})
+			return err
+		})
 
 		for i := range vms {
 			require.NoError(b, e.Client.Create(ctx, newVM(ns, fmt.Sprintf("vm-%02d", i), virtv1.RunStrategyHalted)))
 		}
-		settled := func(want virtv1.VirtualMachinePrintableStatus) func() bool {
-			return func() bool {
-				var list virtv1.VirtualMachineList
-				if e.Client.List(ctx, &list, client.InNamespace(ns)) != nil || len(list.Items) != vms {
-					return false
-				}
-				for _, vm := range list.Items {
-					if vm.Status.PrintableStatus != want {
-						return false
-					}
-				}
-				return true
-			}
-		}
-		require.Eventually(b, settled(virtv1.VirtualMachineStatusStopped), wait, 50*time.Millisecond)
-		counter.reset()
+		require.Eventually(b, vmsShow(ns, vms, virtv1.VirtualMachineStatusStopped, false), wait, 50*time.Millisecond)
+		require.Eventually(b, func() bool { return ctrlWrites.quietFor(time.Second) }, wait, 100*time.Millisecond)
+		ctrlWrites.reset()
+		agentWrites.reset()
 
 		start := time.Now()
 		for i := range vms {
@@ -124,48 +89,55 @@ func BenchmarkControllerWritesPerVMStart(b *testing.B) {
 			vm.Spec.RunStrategy = ptr.To(virtv1.RunStrategyAlways)
 			require.NoError(b, e.Client.Patch(ctx, vm, patch))
 		}
-		// Play the scheduler and kubelet for every launcher Pod, then wait for every VMI to be Scheduled.
 		require.Eventually(b, func() bool {
-			var vmis virtv1.VirtualMachineInstanceList
-			require.NoError(b, e.Client.List(ctx, &vmis, client.InNamespace(ns)))
-			scheduled := 0
-			for i := range vmis.Items {
-				v := &vmis.Items[i]
-				if v.Status.Phase == virtv1.Scheduled {
-					scheduled++
-					continue
-				}
-				pod, ok := get(b, &corev1.Pod{}, ns, vmi.PodName(v))
-				if ok && pod.Spec.NodeName == "" {
-					runPod(b, v, "node-a")
-				}
-			}
-			return scheduled == vms
-		}, wait, 100*time.Millisecond)
-		require.Eventually(b, settled(virtv1.VirtualMachineStatusStarting), wait, 50*time.Millisecond)
+			bindLauncherPods(b, ns)
+			return vmsShow(ns, vms, virtv1.VirtualMachineStatusRunning, true)()
+		}, 2*wait, 100*time.Millisecond)
 		elapsed := time.Since(start)
-		// Let any trailing reconcile finish before counting.
-		time.Sleep(time.Second) //nolint:forbidigo // a benchmark quiescence window, not a test wait
-		counts := counter.reset()
-		cancel()
-		require.NoError(b, <-done)
+		// Count trailing writes too: wait until neither component has written for 3 s (longer than
+		// the agent's 2 s poll), then stop counting.
+		require.Eventually(b, func() bool { return ctrlWrites.quietFor(3*time.Second) && agentWrites.quietFor(3*time.Second) },
+			wait, 100*time.Millisecond)
+		ctrlCounts, agentCounts := ctrlWrites.reset(), agentWrites.reset()
 
-		total, events := 0, 0
-		keys := make([]string, 0, len(counts))
-		for k, n := range counts {
-			keys = append(keys, k)
-			if strings.HasSuffix(k, "events") {
-				events += n
-			} else {
-				total += n
+		b.Logf("writes to the apiserver from start to every VM Running and Ready, %d VMs, %s (verb, resource, response code, count):", vms, elapsed.Round(time.Millisecond))
+		report(b.Logf, "controllers", ctrlCounts, vms)
+		report(b.Logf, "node agent", agentCounts, vms)
+		c, a := totals(ctrlCounts), totals(agentCounts)
+		per := func(n int) float64 { return float64(n) / vms }
+		b.Logf("per VM: controller state writes %.2f, node-agent state writes %.2f, together %.2f; events %.2f + %.2f; optimistic-lock conflicts (409) %.2f + %.2f; agent heartbeat lease writes %d (per node, not per VM)",
+			per(c.state), per(a.state), per(c.state+a.state), per(c.events), per(a.events), per(c.conflicts), per(a.conflicts), a.leases)
+		b.ReportMetric(per(c.state), "ctrl-writes/VM")
+		b.ReportMetric(per(a.state), "agent-writes/VM")
+		b.ReportMetric(per(c.events+a.events), "events/VM")
+		b.ReportMetric(per(c.conflicts+a.conflicts), "conflicts/VM")
+	}
+}
+
+// vmsShow reports whether all n VMs in ns show status (and, with ready, are Ready).
+func vmsShow(ns string, n int, status virtv1.VirtualMachinePrintableStatus, ready bool) func() bool {
+	return func() bool {
+		var list virtv1.VirtualMachineList
+		if env.Client.List(context.Background(), &list, client.InNamespace(ns)) != nil || len(list.Items) != n {
+			return false
+		}
+		for _, vm := range list.Items {
+			if vm.Status.PrintableStatus != status || (ready && !vm.Status.Ready) {
+				return false
 			}
 		}
-		sort.Strings(keys)
-		b.Logf("writes by the controllers from start to launcher Pod running, %d VMs, %s:", vms, elapsed.Round(time.Millisecond))
-		for _, k := range keys {
-			b.Logf("  %-50s %4d  (%.2f per VM)", k, counts[k], float64(counts[k])/vms)
+		return true
+	}
+}
+
+// bindLauncherPods plays the scheduler and kubelet for every launcher Pod in ns not yet bound.
+func bindLauncherPods(b *testing.B, ns string) {
+	var vmis virtv1.VirtualMachineInstanceList
+	require.NoError(b, env.Client.List(context.Background(), &vmis, client.InNamespace(ns)))
+	for i := range vmis.Items {
+		v := &vmis.Items[i]
+		if pod, ok := get(b, &corev1.Pod{}, ns, vmi.PodName(v)); ok && pod.Spec.NodeName == "" {
+			runPod(b, v, benchNode)
 		}
-		b.ReportMetric(float64(total)/vms, "writes/VM")
-		b.ReportMetric(float64(events)/vms, "events/VM")
 	}
 }
