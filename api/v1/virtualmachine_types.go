@@ -50,6 +50,18 @@ type VirtualMachineSpec struct {
 	Template *VirtualMachineInstanceTemplateSpec `json:"template"`
 }
 
+// EffectiveRunStrategy is spec.runStrategy, or the deprecated spec.running mapped to Always (true)
+// or Halted (false or unset).
+func (s *VirtualMachineSpec) EffectiveRunStrategy() VirtualMachineRunStrategy {
+	if s.RunStrategy != nil {
+		return *s.RunStrategy
+	}
+	if s.Running != nil && *s.Running {
+		return RunStrategyAlways
+	}
+	return RunStrategyHalted
+}
+
 // VirtualMachineRunStrategy says when a VirtualMachine should have a running instance.
 //
 // +kubebuilder:validation:Enum=Always;RerunOnFailure;Manual;Halted;Once

@@ -209,7 +209,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		s.vm.Status.StateChangeRequests = append(s.vm.Status.StateChangeRequests, virtv1.VirtualMachineStateChangeRequest{Action: virtv1.StartRequest})
 	}
 	if err == nil {
-		s.vm.Status.RunStrategy = runStrategy(s.vm)
+		s.vm.Status.RunStrategy = s.vm.Spec.EffectiveRunStrategy()
 	}
 	r.setStatus(s, d)
 	if err != nil {

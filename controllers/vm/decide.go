@@ -42,17 +42,6 @@ type decision struct {
 	queueStart bool
 }
 
-// runStrategy is the effective run strategy: spec.runStrategy, or spec.running mapped to Always/Halted.
-func runStrategy(vm *virtv1.VirtualMachine) virtv1.VirtualMachineRunStrategy {
-	if vm.Spec.RunStrategy != nil {
-		return *vm.Spec.RunStrategy
-	}
-	if vm.Spec.Running != nil && *vm.Spec.Running {
-		return virtv1.RunStrategyAlways
-	}
-	return virtv1.RunStrategyHalted
-}
-
 // observed is what decide needs to know about the current instance (nil fields mean no instance).
 type observed struct {
 	exists   bool
@@ -71,7 +60,7 @@ func observe(vmi *virtv1.VirtualMachineInstance) observed {
 // decide applies the run strategy table and the first pending state-change request. It is level
 // based: the same observation always gives the same decision.
 func decide(vm *virtv1.VirtualMachine, cur observed, now time.Time) decision {
-	strategy := runStrategy(vm)
+	strategy := vm.Spec.EffectiveRunStrategy()
 	var req *virtv1.VirtualMachineStateChangeRequest
 	if len(vm.Status.StateChangeRequests) > 0 {
 		req = &vm.Status.StateChangeRequests[0]

@@ -41,13 +41,13 @@ func mkVM(opts ...vmOpt) *virtv1.VirtualMachine {
 }
 
 func TestRunStrategyMapping(t *testing.T) {
-	assert.Equal(t, virtv1.RunStrategyHalted, runStrategy(mkVM()))
+	assert.Equal(t, virtv1.RunStrategyHalted, mkVM().Spec.EffectiveRunStrategy())
 	vm := mkVM()
 	vm.Spec.Running = ptr.To(true)
-	assert.Equal(t, virtv1.RunStrategyAlways, runStrategy(vm))
+	assert.Equal(t, virtv1.RunStrategyAlways, vm.Spec.EffectiveRunStrategy())
 	vm.Spec.Running = ptr.To(false)
-	assert.Equal(t, virtv1.RunStrategyHalted, runStrategy(vm))
-	assert.Equal(t, virtv1.RunStrategyOnce, runStrategy(mkVM(withStrategy(virtv1.RunStrategyOnce))))
+	assert.Equal(t, virtv1.RunStrategyHalted, vm.Spec.EffectiveRunStrategy())
+	assert.Equal(t, virtv1.RunStrategyOnce, mkVM(withStrategy(virtv1.RunStrategyOnce)).Spec.EffectiveRunStrategy())
 }
 
 func TestDecide(t *testing.T) {
