@@ -174,6 +174,13 @@ const (
 	StopRequest StateChangeRequestAction = "Stop"
 )
 
+// StartRequestDataPausedKey set to StartRequestDataPausedTrue in a Start request's data asks for the
+// new instance to start paused (KubeVirt's key and value).
+const (
+	StartRequestDataPausedKey  = "paused"
+	StartRequestDataPausedTrue = "true"
+)
+
 // VirtualMachineStateChangeRequest is a pending start or stop request.
 type VirtualMachineStateChangeRequest struct {
 	// Action is Start or Stop.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
@@ -65,6 +66,10 @@ func newInstance(vm *virtv1.VirtualMachine) (*virtv1.VirtualMachineInstance, err
 	}
 	if vmi.Spec.Domain.Firmware.UUID == "" {
 		vmi.Spec.Domain.Firmware.UUID = firmwareUUID(vm)
+	}
+	if reqs := vm.Status.StateChangeRequests; len(reqs) > 0 && reqs[0].Action == virtv1.StartRequest &&
+		reqs[0].Data[virtv1.StartRequestDataPausedKey] == virtv1.StartRequestDataPausedTrue {
+		vmi.Spec.StartStrategy = ptr.To(virtv1.StartStrategyPaused) // `virtctl start --paused`
 	}
 	return vmi, nil
 }
