@@ -27,7 +27,7 @@ func (c Config) BuildStaticBinary(ctx context.Context, pkg, out string) error {
 // buildPauseImage builds the sandbox image into the image cache.
 func (c Config) buildPauseImage(ctx context.Context) (string, error) {
 	bin := filepath.Join(c.ImageDir(), "build", "pause")
-	if err := c.BuildStaticBinary(ctx, "./localcluster/pause", bin); err != nil {
+	if err := c.BuildStaticBinary(ctx, "./internal/localcluster/pause", bin); err != nil {
 		return "", err
 	}
 	tarball := filepath.Join(c.ImageDir(), "pause.tar")
