@@ -22,9 +22,6 @@ import (
 	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
-// conflictRetry is how soon a pass whose status write lost a race runs again.
-const conflictRetry = 100 * time.Millisecond
-
 // ControllerName is the name Events and logs carry.
 const ControllerName = "virtualmachine-controller"
 
