@@ -102,9 +102,19 @@ func TestRealGuestKernelBoot(t *testing.T) {
 	t.Logf("sync → kernelBoot guest booted: %s", time.Since(t0).Round(time.Millisecond))
 	// DHCP from slirp done means acpid and httpd run (they start before it).
 	waitLog(t, 60*time.Second, serial, "eth0 10.0.2.15")
-	page, err := p.dialInPod("tcp", "127.0.0.1:80", "GET / HTTP/1.0\r\n\r\n")
+	// slirp accepts on the Pod's side at once and resets the connection while the guest's httpd is
+	// not yet listening: ask until it answers, within a bound.
+	var page string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		page, err = p.dialInPod("tcp", "127.0.0.1:80", "GET / HTTP/1.0\r\n\r\n")
+		if (err == nil && strings.Contains(page, "200 OK")) || time.Now().After(deadline) {
+			break
+		}
+		<-time.After(250 * time.Millisecond)
+	}
 	if err != nil || !strings.Contains(page, "200 OK") {
-		t.Errorf("guest port 80 through the Pod's port 80: %v %q", err, page)
+		t.Errorf("guest port 80 through the Pod's port 80 (for 30 s): %v %q", err, page)
 	}
 	t.Logf("guest web page through the forwarded port: %.60q", page)
 	d := p.liveDomain()
