@@ -1,0 +1,192 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/apiserver/lifecycle"
+)
+
+// maxBody bounds a subresource call's body.
+const maxBody = 64 << 10
+
+// Handlers serve the subresource calls with the server's own client; the server in front of them
+// authenticates the caller and authorizes the subresource before a handler runs.
+type Handlers struct {
+	Client client.Client
+}
+
+// Routes registers the calls under prefix (/apis/subresources.kubevirt.io/VERSION) on mux.
+func (h *Handlers) Routes(mux *http.ServeMux, prefix string) {
+	vm := prefix + "/namespaces/{namespace}/virtualmachines/{name}/"
+	mux.HandleFunc("PUT "+vm+"start", h.start)
+	mux.HandleFunc("PUT "+vm+"stop", h.stop)
+	mux.HandleFunc("PUT "+vm+"restart", h.restart)
+	mux.HandleFunc("GET "+prefix+"/version", h.version)
+	mux.HandleFunc("GET "+prefix+"/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+}
+
+func (h *Handlers) start(w http.ResponseWriter, r *http.Request) {
+	var opts subv1.StartOptions
+	h.vmCall(w, r, &opts, nil, func(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) (lifecycle.Patch, error) {
+		return lifecycle.Start(vm, vmi, opts.Paused)
+	})
+}
+
+func (h *Handlers) stop(w http.ResponseWriter, r *http.Request) {
+	var opts subv1.StopOptions
+	h.vmCall(w, r, &opts, func() *int64 { return opts.GracePeriod }, lifecycle.Stop)
+}
+
+func (h *Handlers) restart(w http.ResponseWriter, r *http.Request) {
+	var opts subv1.RestartOptions
+	h.vmCall(w, r, &opts, func() *int64 { return opts.GracePeriodSeconds }, lifecycle.Restart)
+}
+
+func (h *Handlers) version(w http.ResponseWriter, r *http.Request) {
+	responsewriters.WriteRawJSON(http.StatusOK, map[string]string{"gitVersion": "podvirt-dev"}, w)
+}
+
+// vmCall is one start/stop/restart call: read the body into opts, read the VM and its instance,
+// decide, patch a given grace period into the running instance, apply the decision. 202 on success
+// (as KubeVirt); every failure is a Status naming the object and the cause.
+func (h *Handlers) vmCall(w http.ResponseWriter, r *http.Request, opts any, grace func() *int64,
+	decide func(*virtv1.VirtualMachine, *virtv1.VirtualMachineInstance) (lifecycle.Patch, error)) {
+	ctx, key := r.Context(), types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	err := readBody(r, opts)
+	if err == nil {
+		err = h.applyVMCall(ctx, key, dryRun(opts), grace, decide)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (h *Handlers) applyVMCall(ctx context.Context, key types.NamespacedName, dry bool, grace func() *int64,
+	decide func(*virtv1.VirtualMachine, *virtv1.VirtualMachineInstance) (lifecycle.Patch, error)) error {
+	vm := &virtv1.VirtualMachine{}
+	if err := h.Client.Get(ctx, key, vm); err != nil {
+		return err
+	}
+	vmi := &virtv1.VirtualMachineInstance{}
+	switch err := h.Client.Get(ctx, key, vmi); {
+	case apierrors.IsNotFound(err):
+		vmi = nil
+	case err != nil:
+		return err
+	}
+	p, err := decide(vm, vmi)
+	if err != nil {
+		return err
+	}
+	var opts []client.PatchOption
+	var statusOpts []client.SubResourcePatchOption
+	if dry {
+		opts, statusOpts = append(opts, client.DryRunAll), append(statusOpts, client.DryRunAll)
+	}
+	if grace != nil {
+		if g := grace(); g != nil && vmi != nil {
+			if *g < 0 {
+				return apierrors.NewBadRequest(fmt.Sprintf("gracePeriod: must be >= 0, got %d", *g))
+			}
+			body := fmt.Appendf(nil, `{"spec":{"terminationGracePeriodSeconds":%d}}`, *g)
+			if err := h.Client.Patch(ctx, vmi, client.RawPatch(types.MergePatchType, body), opts...); err != nil {
+				return fmt.Errorf("set the grace period of virtualmachineinstance %s: %w", key, err)
+			}
+		}
+	}
+	body, err := p.JSON()
+	if err != nil {
+		return err
+	}
+	patch := client.RawPatch(types.JSONPatchType, body)
+	if p.Status {
+		err = h.Client.Status().Patch(ctx, vm, patch, statusOpts...)
+	} else {
+		err = h.Client.Patch(ctx, vm, patch, opts...)
+	}
+	if isTestFailed(err) {
+		// The test op failed: the VM changed between our read and the patch.
+		return apierrors.NewConflict(schema.GroupResource{Group: virtv1.GroupName, Resource: "virtualmachines"}, key.Name,
+			errors.New("the VirtualMachine changed while the request was processed; try again"))
+	}
+	return err
+}
+
+// isTestFailed recognizes the apiserver's answer to a JSON patch whose test op failed: 422 Invalid
+// naming no object and no field (a validation failure names both); see
+// TestStaleSubresourceCallChangesNothing, which checks that shape against the real apiserver.
+func isTestFailed(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	st := se.Status()
+	return st.Code == http.StatusUnprocessableEntity && st.Reason == metav1.StatusReasonInvalid &&
+		(st.Details == nil || (st.Details.Name == "" && len(st.Details.Causes) == 0))
+}
+
+// readBody decodes an optional JSON body into opts; malformed JSON is a 400 naming the body.
+func readBody(r *http.Request, opts any) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("read the request body: %v", err))
+	}
+	if len(data) > maxBody {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than %d bytes", maxBody))
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(opts); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the request body is not valid %T: %v", opts, err))
+	}
+	return nil
+}
+
+// dryRun reports whether opts ask for dryRun: [All].
+func dryRun(opts any) bool {
+	var d []string
+	switch o := opts.(type) {
+	case *subv1.StartOptions:
+		d = o.DryRun
+	case *subv1.StopOptions:
+		d = o.DryRun
+	case *subv1.RestartOptions:
+		d = o.DryRun
+	}
+	return slices.Contains(d, metav1.DryRunAll)
+}
+
+// codecs encode Status bodies (and discovery documents).
+var codecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return serializer.NewCodecFactory(s)
+}()
+
+// writeError answers with err as a Status (its code, or 500 for a non-API error).
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	responsewriters.ErrorNegotiated(err, codecs, subv1.SchemeGroupVersion, w, r)
+}
