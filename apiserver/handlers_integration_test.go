@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -124,6 +126,19 @@ func TestStopPatchesTheGracePeriodAndRequestsTheStop(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, virtv1.StopRequest, reqs[0].Action)
 	assert.Equal(t, vmi.UID, *reqs[0].UID)
+}
+
+func TestVersion(t *testing.T) {
+	e := testenv.Require(t, env)
+	srv := serve(t, e)
+	resp, err := srv.Client().Get(srv.URL + prefix + "/version")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var info version.Info
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&info))
+	assert.NotEmpty(t, info.GitVersion)
+	assert.Equal(t, runtime.Version(), info.GoVersion)
 }
 
 func TestBadCallsGetAStatusNamingTheCause(t *testing.T) {
