@@ -1,8 +1,9 @@
-// Package apiserver is virt-api's role: the aggregated API server of subresources.kubevirt.io (start,
-// stop, restart, pause, console … on VirtualMachines and their instances). Done so far: package
-// lifecycle, the pure decisions of the start, stop and restart calls, and Handlers, which serve
-// those calls with KubeVirt's wire behaviour (202, Status errors naming object and cause, 409 where
-// KubeVirt answers 409, dryRun, a grace period patched into the instance first). Still to come: the
-// aggregated server in front of them (delegated authentication and authorization, discovery),
-// streaming, admission and certificates.
+// Package apiserver is virt-api's role: the aggregated API server of subresources.kubevirt.io.
+//
+// NewServer builds it on k8s.io/apiserver: secure serving with a certificate that cert-controller
+// rotates (CertFiles mirrors it from its Secret), authentication delegated to the kube-apiserver
+// (front-proxy request headers), every request authorized by a SubjectAccessReview, the group's
+// discovery, and console/vnc/portforward declared long-running. Handlers serve the calls: start,
+// stop and restart on VirtualMachines (their decisions are package lifecycle's) with KubeVirt's
+// wire behaviour. Streaming, pause/unpause, migrate and admission are still to come.
 package apiserver

@@ -8,6 +8,7 @@ k() { "$KUBECTL" "$@" 2> >(grep -v 'WARNING: version difference\|deprecated; use
 
 k -n podvirt rollout status deployment/virt-controller --timeout=3m
 k -n podvirt rollout status daemonset/virt-handler --timeout=3m
+k -n podvirt rollout status deployment/virt-api --timeout=3m
 
 k apply -f examples/vm-cirros.yaml
 k patch virtualmachine vm-cirros --type merge -p '{"spec":{"running":true}}'

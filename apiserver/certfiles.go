@@ -1,0 +1,70 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// CertFiles mirrors the serving certificate the rotator keeps in a Secret into files in Dir
+// (tls.crt, tls.key), where the server reads and reloads it. Reading the Secret directly spares the
+// kubelet's periodic volume refresh (up to a minute or more) at every start and rotation.
+type CertFiles struct {
+	Client client.Client
+	Secret types.NamespacedName
+	Dir    string
+}
+
+// SetupWithManager watches the one Secret.
+func (c *CertFiles) SetupWithManager(mgr ctrl.Manager) error {
+	only := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == c.Secret.Namespace && o.GetName() == c.Secret.Name
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("serving-cert-files").
+		For(&corev1.Secret{}, builder.WithPredicates(only)).Complete(c)
+}
+
+// Reconcile writes the files when the Secret holds a certificate that differs from them.
+func (c *CertFiles) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	s := &corev1.Secret{}
+	if err := c.Client.Get(ctx, c.Secret, s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+	if len(crt) == 0 || len(key) == 0 {
+		return ctrl.Result{}, nil // the rotator has not filled it yet
+	}
+	// Key first, then certificate: the server reloads when the certificate changes.
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{corev1.TLSPrivateKeyKey, key}, {corev1.TLSCertKey, crt}} {
+		if err := writeIfChanged(filepath.Join(c.Dir, f.name), f.data); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// writeIfChanged replaces path atomically (write a temporary file, rename) unless it already holds data.
+func writeIfChanged(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(data) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/union"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+)
+
+// Versions of subresources.kubevirt.io this server serves, the preferred first.
+var Versions = []string{"v1", "v1alpha3"}
+
+// Options configures the server.
+type Options struct {
+	// BindPort is the HTTPS port.
+	BindPort int
+	// CertFile and KeyFile are the serving certificate (written by the certificate rotator; they must
+	// exist at start and are reloaded when they change).
+	CertFile, KeyFile string
+	// Kubeconfig reaches the kube-apiserver for delegated authentication and authorization; empty:
+	// in-cluster.
+	Kubeconfig string
+}
+
+// resources is the group's discovery: the subresources and the verb each is authorized with.
+var resources = []metav1.APIResource{
+	sub("virtualmachines/start", "VirtualMachine", "update"),
+	sub("virtualmachines/stop", "VirtualMachine", "update"),
+	sub("virtualmachines/restart", "VirtualMachine", "update"),
+}
+
+func sub(name, kind, verb string) metav1.APIResource {
+	return metav1.APIResource{Name: name, Namespaced: true, Kind: kind, Verbs: metav1.Verbs{verb}}
+}
+
+// NewServer builds the aggregated API server on k8s.io/apiserver: secure serving, authentication
+// delegated to the kube-apiserver (its front proxy's request headers, tokens, client certificates)
+// and every request authorized by a SubjectAccessReview. It serves the group's discovery and h's
+// subresources; console, vnc and portforward are long-running, so neither the request timeout nor
+// the in-flight limit cuts them.
+func NewServer(o Options, h *Handlers) (*genericapiserver.GenericAPIServer, error) {
+	sso := genericoptions.NewSecureServingOptions()
+	sso.BindPort = o.BindPort
+	sso.ServerCert.CertKey = genericoptions.CertKey{CertFile: o.CertFile, KeyFile: o.KeyFile}
+	sso.HTTP2MaxStreamsPerConnection = 1000
+	serving := sso.WithLoopback()
+	authn := genericoptions.NewDelegatingAuthenticationOptions()
+	authn.RemoteKubeConfigFile = o.Kubeconfig
+	discoveryPaths := []string{"/apis", "/apis/" + subv1.GroupName}
+	for _, v := range Versions {
+		discoveryPaths = append(discoveryPaths, "/apis/"+subv1.GroupName+"/"+v)
+	}
+	authz := genericoptions.NewDelegatingAuthorizationOptions().
+		WithAlwaysAllowPaths(append(discoveryPaths, "/healthz", "/readyz", "/livez")...)
+	authz.RemoteKubeConfigFile = o.Kubeconfig
+	errs := append(append(serving.Validate(), authn.Validate()...), authz.Validate()...)
+	if err := utilerrors.NewAggregate(errs); err != nil {
+		return nil, err
+	}
+
+	cfg := genericapiserver.NewConfig(codecs)
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	cfg.EnableProfiling = false
+	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(
+		sets.NewString("watch", "proxy"), //nolint:staticcheck // the filter's signature takes sets.String
+		sets.NewString("console", "vnc", "portforward"))
+	if err := serving.ApplyToConfig(cfg); err != nil {
+		return nil, fmt.Errorf("secure serving: %w", err)
+	}
+	if err := authn.ApplyTo(&cfg.Authentication, cfg.SecureServing, nil); err != nil {
+		return nil, fmt.Errorf("delegated authentication: %w", err)
+	}
+	if err := authz.ApplyTo(&cfg.Authorization); err != nil {
+		return nil, fmt.Errorf("delegated authorization: %w", err)
+	}
+	cfg.Authorization.Authorizer = union.New(publicVersion, cfg.Authorization.Authorizer)
+	s, err := cfg.Complete(nil).New("virt-api", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("build the server: %w", err)
+	}
+	install(s, h)
+	return s, nil
+}
+
+// publicVersion lets anyone read the group's version (a resource request to the authorizer).
+var publicVersion = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.IsResourceRequest() && a.GetAPIGroup() == subv1.GroupName && a.GetResource() == "version" && a.GetName() == "" {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+})
+
+// install serves discovery (legacy and aggregated) and the subresources on the non-go-restful mux,
+// behind the server's authentication and authorization filters.
+func install(s *genericapiserver.GenericAPIServer, h *Handlers) {
+	group := metav1.APIGroup{Name: subv1.GroupName}
+	for _, v := range Versions {
+		group.Versions = append(group.Versions, metav1.GroupVersionForDiscovery{GroupVersion: subv1.GroupName + "/" + v, Version: v})
+	}
+	group.PreferredVersion = group.Versions[0]
+	s.DiscoveryGroupManager.AddGroup(group)
+	mux := http.NewServeMux()
+	for _, v := range Versions {
+		gv := schema.GroupVersion{Group: subv1.GroupName, Version: v}
+		s.AggregatedDiscoveryGroupManager.AddGroupVersion(subv1.GroupName, apidiscoveryv2.APIVersionDiscovery{
+			Version: v, Resources: aggregatedResources(), Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
+		})
+		s.Handler.NonGoRestfulMux.Handle("/apis/"+gv.String(), discovery.NewAPIVersionHandler(s.Serializer, gv,
+			discovery.APIResourceListerFunc(func() []metav1.APIResource { return resources })))
+		h.Routes(mux, "/apis/"+gv.String())
+	}
+	s.Handler.NonGoRestfulMux.Handle("/apis/"+subv1.GroupName, discovery.NewAPIGroupHandler(s.Serializer, group))
+	s.Handler.NonGoRestfulMux.HandlePrefix("/apis/"+subv1.GroupName+"/", mux)
+}
+
+// aggregatedResources is resources in the aggregated discovery form: each parent resource with its
+// subresources (a subresource needs a response kind, or clients drop it).
+func aggregatedResources() []apidiscoveryv2.APIResourceDiscovery {
+	parents := map[string]*apidiscoveryv2.APIResourceDiscovery{}
+	var order []string
+	for _, r := range resources {
+		parent, name, _ := strings.Cut(r.Name, "/")
+		p, ok := parents[parent]
+		if !ok {
+			p = &apidiscoveryv2.APIResourceDiscovery{Resource: parent, Scope: apidiscoveryv2.ScopeNamespace,
+				ResponseKind: &metav1.GroupVersionKind{Kind: r.Kind}}
+			parents[parent] = p
+			order = append(order, parent)
+		}
+		p.Subresources = append(p.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+			Subresource: name, ResponseKind: &metav1.GroupVersionKind{Kind: r.Kind}, Verbs: r.Verbs,
+		})
+	}
+	out := make([]apidiscoveryv2.APIResourceDiscovery, 0, len(order))
+	for _, n := range order {
+		out = append(out, *parents[n])
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+// Command virt-api serves subresources.kubevirt.io (start, stop, restart on VirtualMachines) as an
+// aggregated API server: authentication and authorization delegated to the kube-apiserver, its
+// serving certificate generated and rotated by cert-controller, which also injects the CA into the
+// APIServices.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	"github.com/podvirt/podvirt/apiserver"
+	"github.com/podvirt/podvirt/internal/scheme"
+	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "virt-api:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		o                   apiserver.Options
+		ns, secret, service string
+		certDir             string
+	)
+	def := os.Getenv("POD_NAMESPACE")
+	if def == "" {
+		def = heartbeat.Namespace
+	}
+	flag.IntVar(&o.BindPort, "port", 8443, "HTTPS port")
+	flag.StringVar(&ns, "namespace", def, "namespace of virt-api (its Secret and Service)")
+	flag.StringVar(&secret, "cert-secret", "virt-api-certs", "Secret that holds the serving certificate and its CA (must exist)")
+	flag.StringVar(&service, "service", "virt-api", "Service in front of virt-api: the certificate names service.namespace.svc")
+	flag.StringVar(&certDir, "cert-dir", "/var/run/podvirt-api/certs", "writable directory for the serving certificate files")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if f := flag.Lookup("kubeconfig"); f != nil { // controller-runtime's flag: the same cluster for both
+		o.Kubeconfig = f.Value.String()
+	}
+	o.CertFile, o.KeyFile = filepath.Join(certDir, corev1.TLSCertKey), filepath.Join(certDir, corev1.TLSPrivateKeyKey)
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return fmt.Errorf("--cert-dir: %w", err)
+	}
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kube-apiserver config: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Cache:                  cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: map[string]cache.Config{ns: {}}}}},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: secret}
+	ready := make(chan struct{})
+	var apiServices []rotator.WebhookInfo
+	for _, v := range apiserver.Versions {
+		apiServices = append(apiServices, rotator.WebhookInfo{Name: v + "." + subv1.GroupName, Type: rotator.APIService})
+	}
+	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey: key, CertDir: certDir, CAName: "podvirt-virt-api-ca", CAOrganization: "podvirt",
+		DNSName: service + "." + ns + ".svc", ExtraDNSNames: []string{service + "." + ns + ".svc.cluster.local"},
+		IsReady: ready, Webhooks: apiServices,
+	}); err != nil {
+		return fmt.Errorf("certificate rotation: %w", err)
+	}
+	if err := (&apiserver.CertFiles{Client: mgr.GetClient(), Secret: key, Dir: certDir}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("certificate files: %w", err)
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+
+	ctx := ctrl.SetupSignalHandler()
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return mgr.Start(ctx) })
+	g.Go(func() error {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil
+		}
+		s, err := apiserver.NewServer(o, &apiserver.Handlers{Client: direct})
+		if err != nil {
+			return err
+		}
+		return s.PrepareRun().RunWithContext(ctx)
+	})
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
