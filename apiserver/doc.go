@@ -5,5 +5,6 @@
 // (front-proxy request headers), every request authorized by a SubjectAccessReview, the group's
 // discovery, and console/vnc/portforward declared long-running. Handlers serve the calls: start,
 // stop and restart on VirtualMachines (their decisions are package lifecycle's) with KubeVirt's
-// wire behaviour. Streaming, pause/unpause, migrate and admission are still to come.
+// wire behaviour. Package admission holds its webhooks. Streaming, pause/unpause and migrate are
+// still to come.
 package apiserver

@@ -2,6 +2,7 @@ package v1
 
 import (
 	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,6 +25,31 @@ func (d *DomainSpec) GuestMemory() (resource.Quantity, error) {
 		return q.DeepCopy(), nil
 	}
 	return resource.Quantity{}, errors.New("spec.domain.resources.requests.memory: required (or spec.domain.memory.guest)")
+}
+
+// CheckMemoryLimit refuses a memory limit below the guest's memory (the launcher Pod's limit is the
+// guest's memory plus the launcher's overhead; less could never run).
+func (d *DomainSpec) CheckMemoryLimit(guest resource.Quantity) error {
+	if q, ok := d.Resources.Limits[corev1.ResourceMemory]; ok && q.Cmp(guest) < 0 {
+		return fmt.Errorf("spec.domain.resources.limits.memory (%s) is less than the guest memory (%s)", q.String(), guest.String())
+	}
+	return nil
+}
+
+// Defaults the API applies (at admission) and the launcher assumes when a field is empty.
+const (
+	// DefaultMachineType is spec.domain.machine.type when unset.
+	DefaultMachineType = "q35"
+	// DefaultInterfaceModel is an interface's model when unset.
+	DefaultInterfaceModel = "virtio"
+)
+
+// MachineType is spec.domain.machine.type, or the default.
+func (d *DomainSpec) MachineType() string {
+	if d.Machine != nil && d.Machine.Type != "" {
+		return d.Machine.Type
+	}
+	return DefaultMachineType
 }
 
 // CPUTopology is the guest's sockets, cores and threads, each defaulting to 1.

@@ -21,9 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	"github.com/podvirt/podvirt/apiserver"
+	"github.com/podvirt/podvirt/apiserver/admission"
 	"github.com/podvirt/podvirt/internal/scheme"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
@@ -40,6 +42,7 @@ func run() error {
 		o                   apiserver.Options
 		ns, secret, service string
 		certDir             string
+		webhookPort         int
 	)
 	def := os.Getenv("POD_NAMESPACE")
 	if def == "" {
@@ -49,6 +52,7 @@ func run() error {
 	flag.StringVar(&ns, "namespace", def, "namespace of virt-api (its Secret and Service)")
 	flag.StringVar(&secret, "cert-secret", "virt-api-certs", "Secret that holds the serving certificate and its CA (must exist)")
 	flag.StringVar(&service, "service", "virt-api", "Service in front of virt-api: the certificate names service.namespace.svc")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "HTTPS port of the admission webhooks")
 	flag.StringVar(&certDir, "cert-dir", "/var/run/podvirt-api/certs", "writable directory for the serving certificate files")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -81,6 +85,9 @@ func run() error {
 	for _, v := range apiserver.Versions {
 		apiServices = append(apiServices, rotator.WebhookInfo{Name: v + "." + subv1.GroupName, Type: rotator.APIService})
 	}
+	apiServices = append(apiServices,
+		rotator.WebhookInfo{Name: admission.ValidatingConfiguration, Type: rotator.Validating},
+		rotator.WebhookInfo{Name: admission.MutatingConfiguration, Type: rotator.Mutating})
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey: key, CertDir: certDir, CAName: "podvirt-virt-api-ca", CAOrganization: "podvirt",
 		DNSName: service + "." + ns + ".svc", ExtraDNSNames: []string{service + "." + ns + ".svc.cluster.local"},
@@ -110,6 +117,17 @@ func run() error {
 			return err
 		}
 		return s.PrepareRun().RunWithContext(ctx)
+	})
+	// The admission webhooks serve with the same certificate (it names the Service), once it exists.
+	hooks := webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir})
+	admission.Register(hooks, mgr.GetScheme())
+	g.Go(func() error {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil
+		}
+		return hooks.Start(ctx)
 	})
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err

@@ -257,8 +257,8 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 	for name, q := range vmi.Spec.Domain.Resources.Limits {
 		q = q.DeepCopy()
 		if name == corev1.ResourceMemory {
-			if q.Cmp(guest) < 0 {
-				return corev1.ResourceRequirements{}, fmt.Errorf("spec.domain.resources.limits.memory (%s) is less than the guest memory (%s)", q.String(), guest.String())
+			if err := vmi.Spec.Domain.CheckMemoryLimit(guest); err != nil {
+				return corev1.ResourceRequirements{}, err
 			}
 			q.Add(overhead)
 		}

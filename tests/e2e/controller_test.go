@@ -30,6 +30,14 @@ func requireDeployed(f *framework.Framework) {
 		}
 		return d.Status.AvailableReplicas > 0, fmt.Errorf("available replicas %d", d.Status.AvailableReplicas)
 	})
+	// virt-api serves the admission webhooks every VM and VMI passes (failurePolicy Fail).
+	f.Eventually("virt-api available", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: "podvirt", Name: "virt-api"}, d); err != nil {
+			return false, err
+		}
+		return d.Status.AvailableReplicas > 0, fmt.Errorf("available replicas %d", d.Status.AvailableReplicas)
+	})
 }
 
 func kernelBootVM(ns, name string, strategy virtv1.VirtualMachineRunStrategy) *virtv1.VirtualMachine {

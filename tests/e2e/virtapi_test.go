@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,14 +26,7 @@ import (
 func requireVirtAPI(f *framework.Framework) {
 	f.T().Helper()
 	requireDeployed(f)
-	f.Eventually("virt-api available", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		d := &appsv1.Deployment{}
-		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: "podvirt", Name: "virt-api"}, d); err != nil {
-			return false, err
-		}
-		if d.Status.AvailableReplicas == 0 {
-			return false, fmt.Errorf("available replicas %d", d.Status.AvailableReplicas)
-		}
+	f.Eventually("subresources.kubevirt.io served", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		err := f.Clientset.Discovery().RESTClient().Get().AbsPath("/apis/subresources.kubevirt.io/v1").Do(ctx).Error()
 		return err == nil, err
 	})

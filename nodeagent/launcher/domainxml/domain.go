@@ -12,9 +12,6 @@ import (
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
-// DefaultMachineType is used when spec.domain.machine.type is empty.
-const DefaultMachineType = "q35"
-
 // TBCacheMiB is the TCG translation-block cache given to emulated guests: qemu's default (1 GiB on
 // x86_64 hosts, allocated lazily but touched quickly) costs ~30 MiB more RSS for no gain on small guests.
 const TBCacheMiB = 32
@@ -220,10 +217,7 @@ func setCPU(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
 
 // setOS sets the machine type, SMBIOS from sysinfo and direct kernel boot.
 func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
-	machine := DefaultMachineType
-	if spec.Machine != nil && spec.Machine.Type != "" {
-		machine = spec.Machine.Type
-	}
+	machine := spec.MachineType()
 	dom.OS = &libvirtxml.DomainOS{
 		Type:   &libvirtxml.DomainOSType{Arch: "x86_64", Machine: machine, Type: "hvm"},
 		SMBios: &libvirtxml.DomainSMBios{Mode: "sysinfo"},

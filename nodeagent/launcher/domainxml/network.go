@@ -73,7 +73,7 @@ func userInterface(vmi *virtv1.VirtualMachineInstance, iface *virtv1.Interface, 
 	}
 	model := iface.Model
 	if model == "" {
-		model = "virtio"
+		model = virtv1.DefaultInterfaceModel
 	}
 	mac := iface.MacAddress
 	if mac == "" {

@@ -1,0 +1,149 @@
+// Package admission is virt-api's admission webhooks for kubevirt.io: defaulting and validation of
+// what the CRD schema cannot express, with errors that name the field. The same rules apply whether
+// an instance comes from kubectl, a VirtualMachine's template or a replica set's template, because
+// every instance is created through the API and passes here.
+package admission
+
+import (
+	"context"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// The webhook configurations (install/virt-api/webhooks.yaml); the certificate rotator injects
+// their CA bundle.
+const (
+	ValidatingConfiguration = "podvirt-validator"
+	MutatingConfiguration   = "podvirt-mutator"
+)
+
+// Paths the webhooks are served at (install/virt-api/webhooks.yaml names them).
+const (
+	PathValidateVMI = "/validate-kubevirt-io-v1-virtualmachineinstance"
+	PathMutateVMI   = "/mutate-kubevirt-io-v1-virtualmachineinstance"
+	PathValidateVM  = "/validate-kubevirt-io-v1-virtualmachine"
+)
+
+// Register adds the webhooks to srv.
+func Register(srv webhook.Server, s *runtime.Scheme) {
+	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{}))
+	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
+	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{}))
+}
+
+// DefaultInstance fills what the API defaults on an instance: the machine type and each
+// interface's model.
+func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
+	if spec.Domain.Machine == nil || spec.Domain.Machine.Type == "" {
+		spec.Domain.Machine = &virtv1.Machine{Type: virtv1.DefaultMachineType}
+	}
+	for i := range spec.Domain.Devices.Interfaces {
+		if spec.Domain.Devices.Interfaces[i].Model == "" {
+			spec.Domain.Devices.Interfaces[i].Model = virtv1.DefaultInterfaceModel
+		}
+	}
+}
+
+// ValidateInstanceSpec checks what the schema cannot: the guest's memory and its limit, kernel boot
+// sources, and the bus of each disk kind.
+func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	domain := fld.Child("domain")
+	if guest, err := spec.Domain.GuestMemory(); err != nil {
+		errs = append(errs, field.Invalid(domain.Child("resources", "requests", "memory"), nil, err.Error()))
+	} else if err := spec.Domain.CheckMemoryLimit(guest); err != nil {
+		errs = append(errs, field.Invalid(domain.Child("resources", "limits", "memory"), spec.Domain.Resources.Limits.Memory().String(), err.Error()))
+	}
+	if fw := spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil {
+		kb := domain.Child("firmware", "kernelBoot")
+		switch c := fw.KernelBoot.Container; {
+		case c == nil:
+			errs = append(errs, field.Required(kb.Child("container"), "a container image holding the kernel is the only kernel source supported"))
+		case c.KernelPath == "":
+			errs = append(errs, field.Required(kb.Child("container", "kernelPath"), "required to boot a kernel"))
+		}
+	}
+	for i, d := range spec.Domain.Devices.Disks {
+		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
+			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
+				d.CDRom.Bus, []virtv1.DiskBus{virtv1.DiskBusSATA, virtv1.DiskBusSCSI}))
+		}
+	}
+	return errs
+}
+
+// ValidateInstanceUpdate refuses changes to a created instance's spec: an instance runs what it was
+// created with (a VirtualMachine's template changes reach the next instance). The termination grace
+// period may change (a stop with --grace-period sets it first).
+func ValidateInstanceUpdate(old, updated *virtv1.VirtualMachineInstanceSpec) field.ErrorList {
+	o, u := old.DeepCopy(), updated.DeepCopy()
+	o.TerminationGracePeriodSeconds, u.TerminationGracePeriodSeconds = nil, nil
+	if reflect.DeepEqual(o, u) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec"), "the spec of a VirtualMachineInstance cannot change once created (except terminationGracePeriodSeconds); change the VirtualMachine's template and restart it")}
+}
+
+func invalid(kind string, obj interface{ GetName() string }, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(virtv1.SchemeGroupVersion.WithKind(kind).GroupKind(), obj.GetName(), errs)
+}
+
+type instanceValidator struct{}
+
+func (instanceValidator) ValidateCreate(_ context.Context, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
+	return nil, invalid("VirtualMachineInstance", vmi, ValidateInstanceSpec(&vmi.Spec, field.NewPath("spec")))
+}
+
+func (instanceValidator) ValidateUpdate(_ context.Context, old, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
+	return nil, invalid("VirtualMachineInstance", vmi, ValidateInstanceUpdate(&old.Spec, &vmi.Spec))
+}
+
+func (instanceValidator) ValidateDelete(context.Context, *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
+	return nil, nil
+}
+
+type instanceDefaulter struct{}
+
+func (instanceDefaulter) Default(_ context.Context, vmi *virtv1.VirtualMachineInstance) error {
+	DefaultInstance(&vmi.Spec)
+	return nil
+}
+
+// RunningDeprecated is the warning for a VirtualMachine that uses spec.running.
+const RunningDeprecated = "spec.running is deprecated; use spec.runStrategy (Always or Halted)"
+
+type vmValidator struct{}
+
+func (vmValidator) validate(vm *virtv1.VirtualMachine) (admission.Warnings, error) {
+	var warnings admission.Warnings
+	if vm.Spec.Running != nil {
+		warnings = append(warnings, RunningDeprecated)
+	}
+	var errs field.ErrorList
+	if vm.Spec.Template != nil {
+		errs = ValidateInstanceSpec(&vm.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+	}
+	return warnings, invalid("VirtualMachine", vm, errs)
+}
+
+func (v vmValidator) ValidateCreate(_ context.Context, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
+	return v.validate(vm)
+}
+
+func (v vmValidator) ValidateUpdate(_ context.Context, _, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
+	return v.validate(vm)
+}
+
+func (vmValidator) ValidateDelete(context.Context, *virtv1.VirtualMachine) (admission.Warnings, error) {
+	return nil, nil
+}

@@ -1,0 +1,95 @@
+package admission
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+func spec() virtv1.VirtualMachineInstanceSpec {
+	return virtv1.VirtualMachineInstanceSpec{Domain: virtv1.DomainSpec{
+		Resources: virtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64M")}},
+		Devices:   virtv1.Devices{Interfaces: []virtv1.Interface{{Name: "default"}}},
+	}}
+}
+
+func TestValidateInstanceSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*virtv1.VirtualMachineInstanceSpec)
+		want   string // the field path named, "" when valid
+	}{
+		{"valid", func(*virtv1.VirtualMachineInstanceSpec) {}, ""},
+		{"no memory", func(s *virtv1.VirtualMachineInstanceSpec) { s.Domain.Resources.Requests = nil }, "spec.domain.resources.requests.memory"},
+		{"limit below guest", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32M")}
+		}, "spec.domain.resources.limits.memory"},
+		{"kernel boot without container", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Firmware = &virtv1.Firmware{KernelBoot: &virtv1.KernelBoot{KernelArgs: "console=ttyS0"}}
+		}, "spec.domain.firmware.kernelBoot.container"},
+		{"kernel boot without kernel", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Firmware = &virtv1.Firmware{KernelBoot: &virtv1.KernelBoot{Container: &virtv1.KernelBootContainer{Image: "k", InitrdPath: "/i"}}}
+		}, "spec.domain.firmware.kernelBoot.container.kernelPath"},
+		{"cdrom on virtio", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Disks = []virtv1.Disk{{Name: "ok", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusSATA}}, {Name: "bad", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusVirtio}}}
+		}, "spec.domain.devices.disks[1].cdrom.bus"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := spec()
+			tc.mutate(&s)
+			errs := ValidateInstanceSpec(&s, field.NewPath("spec"))
+			if tc.want == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			require.Len(t, errs, 1, "%v", errs)
+			assert.Equal(t, tc.want, errs[0].Field)
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	s := spec()
+	DefaultInstance(&s)
+	assert.Equal(t, virtv1.DefaultMachineType, s.Domain.Machine.Type)
+	assert.Equal(t, virtv1.DefaultInterfaceModel, s.Domain.Devices.Interfaces[0].Model)
+	s.Domain.Machine.Type, s.Domain.Devices.Interfaces[0].Model = "pc-q35-7.2", "e1000"
+	DefaultInstance(&s)
+	assert.Equal(t, "pc-q35-7.2", s.Domain.Machine.Type, "a given value is kept")
+	assert.Equal(t, "e1000", s.Domain.Devices.Interfaces[0].Model)
+}
+
+func TestInstanceSpecIsImmutable(t *testing.T) {
+	old := spec()
+	grace := old.DeepCopy()
+	grace.TerminationGracePeriodSeconds = ptr.To(int64(5))
+	assert.Empty(t, ValidateInstanceUpdate(&old, grace), "the grace period may change")
+	changed := old.DeepCopy()
+	changed.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128M")
+	errs := ValidateInstanceUpdate(&old, changed)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec", errs[0].Field)
+}
+
+func TestVMWarnsOnRunningAndValidatesItsTemplate(t *testing.T) {
+	vm := &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "vm"}, Spec: virtv1.VirtualMachineSpec{
+		Running: ptr.To(true), Template: &virtv1.VirtualMachineInstanceTemplateSpec{Spec: spec()}}}
+	warnings, err := vmValidator{}.ValidateCreate(context.Background(), vm)
+	require.NoError(t, err)
+	assert.Equal(t, []string{RunningDeprecated}, []string(warnings))
+
+	vm.Spec.Template.Spec.Domain.Resources.Requests = nil
+	_, err = vmValidator{}.ValidateCreate(context.Background(), vm)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.ErrorContains(t, err, `VirtualMachine.kubevirt.io "vm" is invalid: spec.template.spec.domain.resources.requests.memory`)
+}
