@@ -12,10 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/podvirt/podvirt/nodeagent"
 )
 
-// CertFiles mirrors the serving certificate the rotator keeps in a Secret into files in Dir
-// (tls.crt, tls.key), where the server reads and reloads it. Reading the Secret directly spares the
+// CertFiles mirrors the certificate the rotator keeps in a Secret into files in Dir (tls.crt,
+// tls.key and, when present, the ca.crt that signed it; never the CA's key), where the server reads
+// and reloads it. Reading the Secret directly spares the
 // kubelet's periodic volume refresh (up to a minute or more) at every start and rotation.
 type CertFiles struct {
 	Client client.Client
@@ -28,7 +31,7 @@ func (c *CertFiles) SetupWithManager(mgr ctrl.Manager) error {
 	only := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == c.Secret.Namespace && o.GetName() == c.Secret.Name
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("serving-cert-files").
+	return ctrl.NewControllerManagedBy(mgr).Named("cert-files-"+c.Secret.Name).
 		For(&corev1.Secret{}, builder.WithPredicates(only)).Complete(c)
 }
 
@@ -42,11 +45,17 @@ func (c *CertFiles) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result,
 	if len(crt) == 0 || len(key) == 0 {
 		return ctrl.Result{}, nil // the rotator has not filled it yet
 	}
-	// Key first, then certificate: the server reloads when the certificate changes.
-	for _, f := range []struct {
+	// CA and key first, then the certificate: the server reloads when the certificate changes.
+	type file struct {
 		name string
 		data []byte
-	}{{corev1.TLSPrivateKeyKey, key}, {corev1.TLSCertKey, crt}} {
+	}
+	var files []file
+	if ca := s.Data[nodeagent.CACertKey]; len(ca) > 0 {
+		files = append(files, file{nodeagent.CACertKey, ca})
+	}
+	files = append(files, file{corev1.TLSPrivateKeyKey, key}, file{corev1.TLSCertKey, crt})
+	for _, f := range files {
 		if err := writeIfChanged(filepath.Join(c.Dir, f.name), f.data); err != nil {
 			return ctrl.Result{}, err
 		}

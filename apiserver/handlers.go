@@ -11,6 +11,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ import (
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/apiserver/lifecycle"
+	"github.com/podvirt/podvirt/nodeagent"
 )
 
 // maxBody bounds a subresource call's body.
@@ -34,6 +36,8 @@ const maxBody = 64 << 10
 // authenticates the caller and authorizes the subresource before a handler runs.
 type Handlers struct {
 	Client client.Client
+	// Agents reaches node agents (pause, unpause); nil: those calls answer 503.
+	Agents *Agents
 }
 
 // Routes registers the calls under prefix (/apis/subresources.kubevirt.io/VERSION) on mux.
@@ -42,6 +46,13 @@ func (h *Handlers) Routes(mux *http.ServeMux, prefix string) {
 	mux.HandleFunc("PUT "+vm+"start", h.start)
 	mux.HandleFunc("PUT "+vm+"stop", h.stop)
 	mux.HandleFunc("PUT "+vm+"restart", h.restart)
+	vmi := prefix + "/namespaces/{namespace}/virtualmachineinstances/{name}/"
+	mux.HandleFunc("PUT "+vmi+"pause", func(w http.ResponseWriter, r *http.Request) {
+		h.agentCall(w, r, &subv1.PauseOptions{}, nodeagent.PathPause)
+	})
+	mux.HandleFunc("PUT "+vmi+"unpause", func(w http.ResponseWriter, r *http.Request) {
+		h.agentCall(w, r, &subv1.UnpauseOptions{}, nodeagent.PathUnpause)
+	})
 	mux.HandleFunc("GET "+prefix+"/version", h.version)
 	mux.HandleFunc("GET "+prefix+"/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 }
@@ -104,6 +115,33 @@ func (h *Handlers) vmCall(w http.ResponseWriter, r *http.Request, opts any, grac
 	err := readBody(r, opts)
 	if err == nil {
 		err = h.applyVMCall(ctx, key, dryRun(opts), grace, decide)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// agentCall is a call the instance's node agent carries out (pause, unpause): the instance must be
+// running; virt-api forwards the call to the agent over mutual TLS. 202 on success (as KubeVirt).
+func (h *Handlers) agentCall(w http.ResponseWriter, r *http.Request, opts any, agentPath string) {
+	ctx, key := r.Context(), types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	err := readBody(r, opts)
+	vmi := &virtv1.VirtualMachineInstance{}
+	if err == nil {
+		err = h.Client.Get(ctx, key, vmi)
+	}
+	if err == nil && vmi.Status.Phase != virtv1.Running {
+		err = apierrors.NewConflict(schema.GroupResource{Group: virtv1.GroupName, Resource: "virtualmachineinstances"}, key.Name,
+			fmt.Errorf("VMI is not running (phase %q)", vmi.Status.Phase))
+	}
+	if err == nil && h.Agents == nil {
+		err = apierrors.NewServiceUnavailable("node agents are not reachable from this server")
+	}
+	if err == nil && !dryRun(opts) {
+		path := strings.NewReplacer("{namespace}", key.Namespace, "{name}", key.Name).Replace(agentPath)
+		err = h.Agents.Put(ctx, vmi, path)
 	}
 	if err != nil {
 		writeError(w, r, err)
@@ -205,6 +243,10 @@ func dryRun(opts any) bool {
 	case *subv1.StopOptions:
 		d = o.DryRun
 	case *subv1.RestartOptions:
+		d = o.DryRun
+	case *subv1.PauseOptions:
+		d = o.DryRun
+	case *subv1.UnpauseOptions:
 		d = o.DryRun
 	}
 	return slices.Contains(d, metav1.DryRunAll)

@@ -42,6 +42,8 @@ var resources = []metav1.APIResource{
 	sub("virtualmachines/start", "VirtualMachine", "update"),
 	sub("virtualmachines/stop", "VirtualMachine", "update"),
 	sub("virtualmachines/restart", "VirtualMachine", "update"),
+	sub("virtualmachineinstances/pause", "VirtualMachineInstance", "update"),
+	sub("virtualmachineinstances/unpause", "VirtualMachineInstance", "update"),
 }
 
 func sub(name, kind, verb string) metav1.APIResource {

@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -42,6 +43,8 @@ type Config struct {
 	SubresourceAddr string
 	// SubresourceListener, when set, serves the subresources instead of listening on SubresourceAddr.
 	SubresourceListener net.Listener
+	// SubresourceTLS, when set, serves the subresources over (mutual) TLS; see SecretTLS.
+	SubresourceTLS *tls.Config
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 }
@@ -119,6 +122,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
 		a.Subresources = &SubresourceServer{
 			Addr: cfg.SubresourceAddr, Listener: cfg.SubresourceListener, Reader: mgr.GetClient(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
+			TLSConfig: cfg.SubresourceTLS,
 		}
 		if err := mgr.Add(a.Subresources); err != nil {
 			return nil, fmt.Errorf("add subresource server: %w", err)

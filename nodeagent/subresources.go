@@ -23,8 +23,10 @@ import (
 )
 
 // Subresource paths the aggregated API server (virt-api) forwards to the agent of an instance's node,
-// as KubeVirt's virt-api does to virt-handler.
+// as KubeVirt's virt-api does to virt-handler, and the port the agent serves them on (node IP).
 const (
+	DefaultSubresourcePort = 8186
+
 	PathPause   = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/pause"
 	PathUnpause = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/unpause"
 )
@@ -33,8 +35,9 @@ const (
 // It acts on the launcher and answers 200 at once; the Paused condition follows through the
 // reconciler, which Triggers wakes for the instance.
 //
-// Authentication is pluggable: with TLSConfig nil and Authorize nil it is unauthenticated, so bind it
-// to the node's address only. virt-api will bring mTLS (TLSConfig with ClientAuth) and Authorize.
+// cmd/virt-handler serves it over mutual TLS (SecretTLS): only virt-api, which holds a client
+// certificate of the CA in the agent's Secret, is served; virt-api has authorized the user before.
+// Without TLSConfig (tests) it is unauthenticated.
 type SubresourceServer struct {
 	// Addr is the listen address (host:port).
 	Addr string
@@ -83,7 +86,7 @@ func (s *SubresourceServer) Start(ctx context.Context) error {
 		ln = tls.NewListener(ln, s.TLSConfig)
 	}
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	log.FromContext(ctx).Info("Serving subresources", "address", ln.Addr().String(), "tls", s.TLSConfig != nil, "authenticated", s.Authorize != nil)
+	log.FromContext(ctx).Info("Serving subresources", "address", ln.Addr().String(), "tls", s.TLSConfig != nil)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"github.com/podvirt/podvirt/apiserver"
 	"github.com/podvirt/podvirt/apiserver/admission"
 	"github.com/podvirt/podvirt/internal/scheme"
+	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
@@ -39,10 +41,10 @@ func main() {
 
 func run() error {
 	var (
-		o                   apiserver.Options
-		ns, secret, service string
-		certDir             string
-		webhookPort         int
+		o                    apiserver.Options
+		ns, secret, service  string
+		certDir, nodeCertDir string
+		webhookPort          int
 	)
 	def := os.Getenv("POD_NAMESPACE")
 	if def == "" {
@@ -53,6 +55,7 @@ func run() error {
 	flag.StringVar(&secret, "cert-secret", "virt-api-certs", "Secret that holds the serving certificate and its CA (must exist)")
 	flag.StringVar(&service, "service", "virt-api", "Service in front of virt-api: the certificate names service.namespace.svc")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "HTTPS port of the admission webhooks")
+	flag.StringVar(&nodeCertDir, "node-cert-dir", "/var/run/podvirt-api/node-certs", "writable directory for the node agents' CA and virt-api's client certificate")
 	flag.StringVar(&certDir, "cert-dir", "/var/run/podvirt-api/certs", "writable directory for the serving certificate files")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -62,8 +65,10 @@ func run() error {
 		o.Kubeconfig = f.Value.String()
 	}
 	o.CertFile, o.KeyFile = filepath.Join(certDir, corev1.TLSCertKey), filepath.Join(certDir, corev1.TLSPrivateKeyKey)
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return fmt.Errorf("--cert-dir: %w", err)
+	for flagName, dir := range map[string]string{"--cert-dir": certDir, "--node-cert-dir": nodeCertDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("%s: %w", flagName, err)
+		}
 	}
 
 	cfg, err := ctrl.GetConfig()
@@ -98,6 +103,10 @@ func run() error {
 	if err := (&apiserver.CertFiles{Client: mgr.GetClient(), Secret: key, Dir: certDir}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("certificate files: %w", err)
 	}
+	agents, err := setupNodeCerts(mgr, ns, nodeCertDir)
+	if err != nil {
+		return err
+	}
 	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
@@ -112,7 +121,8 @@ func run() error {
 		case <-ctx.Done():
 			return nil
 		}
-		s, err := apiserver.NewServer(o, &apiserver.Handlers{Client: direct})
+		agents.Client = direct
+		s, err := apiserver.NewServer(o, &apiserver.Handlers{Client: direct, Agents: agents})
 		if err != nil {
 			return err
 		}
@@ -133,4 +143,29 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// setupNodeCerts runs the node agents' CA: a second rotator keeps a CA and a certificate good for
+// both ends (the agents serve with it, virt-api presents it as its client certificate) in
+// virt-handler-ca; CertFiles gives virt-api its files, NodeCerts copies the agents' share (without
+// the CA's key) into virt-handler-certs, the only Secret the agents may read.
+func setupNodeCerts(mgr ctrl.Manager, ns, dir string) (*apiserver.Agents, error) {
+	from := types.NamespacedName{Namespace: ns, Name: "virt-handler-ca"}
+	serverName := "virt-handler." + ns + ".svc"
+	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey: from, CertDir: dir, CAName: "podvirt-node-ca", CAOrganization: "podvirt", DNSName: serverName,
+		ExtKeyUsages:   &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IsReady:        make(chan struct{}),
+		ControllerName: "node-cert-rotator",
+	}); err != nil {
+		return nil, fmt.Errorf("node certificate rotation: %w", err)
+	}
+	if err := (&apiserver.CertFiles{Client: mgr.GetClient(), Secret: from, Dir: dir}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("node certificate files: %w", err)
+	}
+	to := types.NamespacedName{Namespace: ns, Name: "virt-handler-certs"}
+	if err := (&apiserver.NodeCerts{Client: mgr.GetClient(), From: from, To: to}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("node agents' certificates: %w", err)
+	}
+	return &apiserver.Agents{CertDir: dir, ServerName: serverName, Port: nodeagent.DefaultSubresourcePort}, nil
 }

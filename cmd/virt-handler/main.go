@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -40,7 +41,7 @@ type options struct {
 	devicePlugins                bool
 	deviceCount                  int
 	useEmulation                 bool
-	listen                       string
+	listen, tlsSecret            string
 	metricsAddr, probeAddr       string
 	pollInterval                 time.Duration
 	zap                          zap.Options
@@ -60,7 +61,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.BoolVar(&o.devicePlugins, "device-plugins", true, "advertise /dev/kvm, /dev/net/tun and /dev/vhost-net to the kubelet")
 	fs.IntVar(&o.deviceCount, "device-count", 110, "how many launcher Pods may share each device")
 	fs.BoolVar(&o.useEmulation, "use-emulation", false, "run guests under software emulation even where KVM is usable (KubeVirt's developerConfiguration.useEmulation)")
-	fs.StringVar(&o.listen, "listen", ":8186", "address of the pause/unpause subresource server (UNAUTHENTICATED: bind it to the node's IP)")
+	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", nodeagent.DefaultSubresourcePort), "address of the pause/unpause subresource server (mutual TLS: only virt-api is served)")
+	fs.StringVar(&o.tlsSecret, "tls-secret", "virt-handler-certs", "Secret (in --namespace) with the subresource server's tls.crt, tls.key and the ca.crt of virt-api's client certificate")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8187", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
@@ -76,6 +78,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 		return nil, errors.New("--kubelet-root: required")
 	case o.listen == "":
 		return nil, errors.New("--listen: required")
+	case o.tlsSecret == "":
+		return nil, errors.New("--tls-secret: required (the subresource server is never served without mutual TLS)")
 	case o.deviceCount < 1:
 		return nil, fmt.Errorf("--device-count: must be at least 1, got %d", o.deviceCount)
 	}
@@ -116,6 +120,11 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	secretTLS := &nodeagent.SecretTLS{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: o.namespace, Name: o.tlsSecret}, Refresh: time.Minute}
+	if err := mgr.Add(secretTLS); err != nil {
+		return fmt.Errorf("add subresource TLS: %w", err)
+	}
+	cfg.SubresourceTLS = secretTLS.TLSConfig()
 	agent, err := nodeagent.Setup(mgr, cfg)
 	if err != nil {
 		return err

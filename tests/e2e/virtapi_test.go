@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"strings"
@@ -109,6 +110,12 @@ func TestSubresourceRBAC(t *testing.T) {
 			t.Errorf("bob (view) %s: %d %v, want 403", sub, code, err)
 		}
 	}
+	bobPause := kubernetes.NewForConfigOrDie(bob).Discovery().RESTClient().Put().
+		AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", f.Namespace, "virtualmachineinstances", "vm", "pause").
+		Body([]byte("{}")).Do(ctx).Error()
+	if !apierrors.IsForbidden(bobPause) {
+		t.Errorf("bob (view) pause: want 403, got %v", bobPause)
+	}
 	anonymous := rest.AnonymousClientConfig(f.Config)
 	if code, err := subresourceCall(ctx, t, anonymous, f.Namespace, "vm", "start"); code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Errorf("unauthenticated start: %d %v, want 401 or 403", code, err)
@@ -126,4 +133,41 @@ func TestSubresourceRBAC(t *testing.T) {
 		}
 		return vm.Spec.EffectiveRunStrategy() == virtv1.RunStrategyHalted, fmt.Errorf("runStrategy %s", vm.Spec.EffectiveRunStrategy())
 	})
+}
+
+// The node agent serves its subresources only to virt-api: a request without virt-api's client
+// certificate is refused, in plain HTTP or TLS.
+func TestNodeAgentRefusesAnyoneButVirtAPI(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	ctx := f.Context()
+	path := "/v1/namespaces/" + f.Namespace + "/virtualmachineinstances/any/pause"
+	for name, c := range map[string]struct {
+		scheme string
+		client *http.Client
+	}{
+		"plain HTTP":                {"http", &http.Client{Timeout: 10 * time.Second}},
+		"TLS without a certificate": {"https", &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}}, //nolint:gosec // the test plays an attacker
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.scheme+"://"+nodeAgentAddr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 400 {
+				t.Errorf("%s: the node agent answered %s", name, resp.Status)
+			}
+			continue
+		}
+		t.Logf("%s: refused: %v", name, err)
+	}
+	// The same call through virt-api reaches the agent (404: no such instance is told apart from a refusal).
+	err := f.Clientset.Discovery().RESTClient().Put().
+		AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", f.Namespace, "virtualmachineinstances", "any", "pause").
+		Body([]byte("{}")).Do(ctx).Error()
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("pause of an unknown instance through virt-api: want 404, got %v", err)
+	}
 }

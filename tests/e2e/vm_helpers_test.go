@@ -31,8 +31,8 @@ import (
 // bootTimeout bounds a guest's boot under software emulation, with room for a loaded machine.
 const bootTimeout = 3 * time.Minute
 
-// nodeAgent is the node agent's subresource server on the local cluster's node address.
-const nodeAgent = "http://10.218.0.1:8186"
+// nodeAgentAddr is the node agent's subresource server on the local cluster's node address.
+const nodeAgentAddr = "10.218.0.1:8186"
 
 // applySeed creates the seed's vm-cirros manifest exactly as written (only the namespace is the test's).
 func applySeed(t *testing.T, f *framework.Framework) {
@@ -176,22 +176,16 @@ func waitUptime(t *testing.T, f *framework.Framework, vmi *virtv1.VirtualMachine
 	return up
 }
 
-// agentCall sends a subresource call (pause, unpause) to the node agent, as the aggregated API server will.
-func agentCall(t *testing.T, ctx context.Context, vmi *virtv1.VirtualMachineInstance, verb string) {
+// agentCall pauses or unpauses vmi through virt-api (which forwards it to the node agent over
+// mutual TLS), as a user would.
+func agentCall(f *framework.Framework, vmi *virtv1.VirtualMachineInstance, verb string) {
+	t := f.T()
 	t.Helper()
-	url := fmt.Sprintf("%s/v1/namespaces/%s/virtualmachineinstances/%s/%s", nodeAgent, vmi.Namespace, vmi.Name, verb)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, nil)
+	err := f.Clientset.Discovery().RESTClient().Put().
+		AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", vmi.Namespace, "virtualmachineinstances", vmi.Name, verb).
+		Body([]byte("{}")).Do(f.Context()).Error()
 	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", verb, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("%s: %s: %s", verb, resp.Status, body)
+		t.Fatalf("%s %s/%s through virt-api: %v", verb, vmi.Namespace, vmi.Name, err)
 	}
 }
 

@@ -100,7 +100,7 @@ func TestPauseStopsTheGuestClock(t *testing.T) {
 	vmi := waitRunning(t, f, "pausable", "")
 	before := waitUptime(t, f, vmi)
 
-	agentCall(t, f.Context(), vmi, "pause")
+	agentCall(f, vmi, "pause")
 	f.Eventually("Paused condition and VM status Paused", time.Minute, func(ctx context.Context) (bool, error) {
 		cur := &virtv1.VirtualMachineInstance{}
 		vm := &virtv1.VirtualMachine{}
@@ -121,7 +121,7 @@ func TestPauseStopsTheGuestClock(t *testing.T) {
 		}
 		return time.Since(pausedAt) > 5*time.Second, nil
 	})
-	agentCall(t, f.Context(), vmi, "unpause")
+	agentCall(f, vmi, "unpause")
 	wall := time.Since(pausedAt).Seconds()
 	after := waitUptime(t, f, vmi)
 	guestAdvance := after - before
@@ -203,14 +203,14 @@ func TestNodeAgentRestartLeavesGuestRunning(t *testing.T) {
 		t.Fatalf("the instance was replaced: %v", err)
 	}
 	// Status updates resume: a pause through the new agent shows in the instance's conditions.
-	agentCall(t, f.Context(), vmi, "pause")
+	agentCall(f, vmi, "pause")
 	f.Eventually("new agent reports Paused", time.Minute, func(ctx context.Context) (bool, error) {
 		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(vmi), cur); err != nil {
 			return false, err
 		}
 		return meta.IsStatusConditionTrue(cur.Status.Conditions, virtv1.VirtualMachineInstancePaused), nil
 	})
-	agentCall(t, f.Context(), vmi, "unpause")
+	agentCall(f, vmi, "unpause")
 }
 
 // pvcUserData makes an ext2 filesystem on the disk with serial "data" at first boot, writes 64 KiB

@@ -1,0 +1,106 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/nodeagent"
+)
+
+// Agents calls the node agent of an instance's node over mutual TLS: virt-api's client
+// certificate and the CA that signed both sides are the files CertFiles mirrors into CertDir from
+// the node certificate Secret. The agent's certificate names ServerName (it is reached by node IP).
+type Agents struct {
+	Client     client.Client
+	CertDir    string
+	ServerName string
+	Port       int
+}
+
+// tlsConfig reads the current certificate files (calls are rare; a rotated certificate is used at
+// the next call).
+func (a *Agents) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(a.CertDir, corev1.TLSCertKey), filepath.Join(a.CertDir, corev1.TLSPrivateKeyKey))
+	if err != nil {
+		return nil, fmt.Errorf("node agent client certificate: %w", err)
+	}
+	ca, err := os.ReadFile(filepath.Join(a.CertDir, nodeagent.CACertKey))
+	if err != nil {
+		return nil, fmt.Errorf("node agent CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("node agent CA: %s holds no certificate", nodeagent.CACertKey)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: a.ServerName}, nil
+}
+
+// address is host:port of the agent on node.
+func (a *Agents) address(ctx context.Context, nodeName string) (string, error) {
+	node := &corev1.Node{}
+	if err := a.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		return "", fmt.Errorf("find the node agent of node %s: %w", nodeName, err)
+	}
+	for _, addr := range node.Status.Addresses {
+		if addr.Type == corev1.NodeInternalIP {
+			return net.JoinHostPort(addr.Address, strconv.Itoa(a.Port)), nil
+		}
+	}
+	return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s has no InternalIP to reach its node agent at", nodeName))
+}
+
+// Put calls path on the agent of vmi's node and turns its answer into an API error (nil on 2xx).
+func (a *Agents) Put(ctx context.Context, vmi *virtv1.VirtualMachineInstance, path string) error {
+	addr, err := a.address(ctx, vmi.Status.NodeName)
+	if err != nil {
+		return err
+	}
+	cfg, err := a.tlsConfig()
+	if err != nil {
+		return apierrors.NewServiceUnavailable(err.Error())
+	}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "https://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s unreachable: %v", vmi.Status.NodeName, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	var body struct{ Message string }
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if json.Unmarshal(data, &body) != nil || body.Message == "" {
+		body.Message = string(data)
+	}
+	gr := schema.GroupResource{Group: virtv1.GroupName, Resource: "virtualmachineinstances"}
+	switch resp.StatusCode {
+	case http.StatusConflict:
+		return apierrors.NewConflict(gr, vmi.Name, fmt.Errorf("%s", body.Message))
+	case http.StatusNotFound:
+		return apierrors.NewNotFound(gr, vmi.Name)
+	default:
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s: %s: %s", vmi.Status.NodeName, resp.Status, body.Message))
+	}
+}

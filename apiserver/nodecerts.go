@@ -1,0 +1,73 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/podvirt/podvirt/nodeagent"
+)
+
+// NodeCerts hands the node agents their share of the node certificate: it copies tls.crt, tls.key
+// and ca.crt from the rotator's Secret (which also holds the CA's private key, for virt-api only)
+// into the Secret the agents may read. Both Secrets exist beforehand (install/virt-api).
+type NodeCerts struct {
+	Client client.Client
+	// From is the rotator's Secret, To the agents'.
+	From, To types.NamespacedName
+}
+
+// SetupWithManager watches both Secrets (a tampered or emptied copy is restored).
+func (n *NodeCerts) SetupWithManager(mgr ctrl.Manager) error {
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		k := client.ObjectKeyFromObject(o)
+		return k == n.From || k == n.To
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("node-agent-certs").
+		For(&corev1.Secret{}, builder.WithPredicates(ours)).Complete(n)
+}
+
+// Reconcile updates the agents' Secret when it differs from the rotator's certificate.
+func (n *NodeCerts) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	from, to := &corev1.Secret{}, &corev1.Secret{}
+	if err := n.Client.Get(ctx, n.From, from); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if len(from.Data[corev1.TLSCertKey]) == 0 {
+		return ctrl.Result{}, nil // not generated yet
+	}
+	if err := n.Client.Get(ctx, n.To, to); err != nil {
+		return ctrl.Result{}, fmt.Errorf("node agents' certificate secret %s: %w", n.To, err)
+	}
+	want := map[string][]byte{}
+	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, nodeagent.CACertKey} {
+		want[k] = from.Data[k]
+	}
+	if sameData(to.Data, want) {
+		return ctrl.Result{}, nil
+	}
+	to.Data = want
+	if err := n.Client.Update(ctx, to); err != nil {
+		return ctrl.Result{}, fmt.Errorf("update node agents' certificate secret %s: %w", n.To, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range b {
+		if !bytes.Equal(a[k], v) {
+			return false
+		}
+	}
+	return true
+}
