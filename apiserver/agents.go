@@ -14,12 +14,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/console"
 	"github.com/podvirt/podvirt/nodeagent"
 )
 
@@ -89,6 +91,11 @@ func (a *Agents) Put(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pa
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
+	return agentError(vmi, resp)
+}
+
+// agentError turns a node agent's error answer into an API error naming the instance.
+func agentError(vmi *virtv1.VirtualMachineInstance, resp *http.Response) error {
 	var body struct{ Message string }
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if json.Unmarshal(data, &body) != nil || body.Message == "" {
@@ -103,4 +110,27 @@ func (a *Agents) Put(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pa
 	default:
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s: %s: %s", vmi.Status.NodeName, resp.Status, body.Message))
 	}
+}
+
+// Dial opens a websocket to path on the agent of vmi's node (console).
+func (a *Agents) Dial(ctx context.Context, vmi *virtv1.VirtualMachineInstance, path string) (*websocket.Conn, error) {
+	addr, err := a.address(ctx, vmi.Status.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := a.tlsConfig()
+	if err != nil {
+		return nil, apierrors.NewServiceUnavailable(err.Error())
+	}
+	d := console.Dialer()
+	d.TLSClientConfig = cfg
+	ws, resp, err := d.DialContext(ctx, "wss://"+addr+path, nil)
+	if err == nil {
+		return ws, nil
+	}
+	if resp == nil {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s unreachable: %v", vmi.Status.NodeName, err))
+	}
+	defer resp.Body.Close()
+	return nil, agentError(vmi, resp)
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gorilla/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,7 @@ import (
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/apiserver/lifecycle"
+	"github.com/podvirt/podvirt/console"
 	"github.com/podvirt/podvirt/nodeagent"
 )
 
@@ -53,6 +55,7 @@ func (h *Handlers) Routes(mux *http.ServeMux, prefix string) {
 	mux.HandleFunc("PUT "+vmi+"unpause", func(w http.ResponseWriter, r *http.Request) {
 		h.agentCall(w, r, &subv1.UnpauseOptions{}, nodeagent.PathUnpause)
 	})
+	mux.HandleFunc("GET "+vmi+"console", h.console)
 	mux.HandleFunc("GET "+prefix+"/version", h.version)
 	mux.HandleFunc("GET "+prefix+"/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 }
@@ -128,16 +131,9 @@ func (h *Handlers) vmCall(w http.ResponseWriter, r *http.Request, opts any, grac
 func (h *Handlers) agentCall(w http.ResponseWriter, r *http.Request, opts any, agentPath string) {
 	ctx, key := r.Context(), types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 	err := readBody(r, opts)
-	vmi := &virtv1.VirtualMachineInstance{}
+	var vmi *virtv1.VirtualMachineInstance
 	if err == nil {
-		err = h.Client.Get(ctx, key, vmi)
-	}
-	if err == nil && vmi.Status.Phase != virtv1.Running {
-		err = apierrors.NewConflict(schema.GroupResource{Group: virtv1.GroupName, Resource: "virtualmachineinstances"}, key.Name,
-			fmt.Errorf("VMI is not running (phase %q)", vmi.Status.Phase))
-	}
-	if err == nil && h.Agents == nil {
-		err = apierrors.NewServiceUnavailable("node agents are not reachable from this server")
+		vmi, err = h.runningInstance(ctx, key)
 	}
 	if err == nil && !dryRun(opts) {
 		path := strings.NewReplacer("{namespace}", key.Namespace, "{name}", key.Name).Replace(agentPath)
@@ -148,6 +144,44 @@ func (h *Handlers) agentCall(w http.ResponseWriter, r *http.Request, opts any, a
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// runningInstance is the instance under key, or an error: 404, or 409 when it is not running.
+func (h *Handlers) runningInstance(ctx context.Context, key types.NamespacedName) (*virtv1.VirtualMachineInstance, error) {
+	vmi := &virtv1.VirtualMachineInstance{}
+	if err := h.Client.Get(ctx, key, vmi); err != nil {
+		return nil, err
+	}
+	if vmi.Status.Phase != virtv1.Running {
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: virtv1.GroupName, Resource: "virtualmachineinstances"}, key.Name,
+			fmt.Errorf("VMI is not running (phase %q)", vmi.Status.Phase))
+	}
+	if h.Agents == nil {
+		return nil, apierrors.NewServiceUnavailable("node agents are not reachable from this server")
+	}
+	return vmi, nil
+}
+
+// console connects the caller's websocket to the guest's serial console through the node agent.
+// Several callers may view one console at once.
+func (h *Handlers) console(w http.ResponseWriter, r *http.Request) {
+	ctx, key := r.Context(), types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	vmi, err := h.runningInstance(ctx, key)
+	var agent *websocket.Conn
+	if err == nil {
+		path := strings.NewReplacer("{namespace}", key.Namespace, "{name}", key.Name).Replace(nodeagent.PathConsole)
+		agent, err = h.Agents.Dial(ctx, vmi, path)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ws, err := console.Upgrade(w, r)
+	if err != nil {
+		_ = agent.Close() // Upgrade answered the client
+		return
+	}
+	_ = console.Serve(ctx, ws, console.NewConn(agent))
 }
 
 func (h *Handlers) applyVMCall(ctx context.Context, key types.NamespacedName, dry bool, grace func() *int64,

@@ -44,6 +44,7 @@ var resources = []metav1.APIResource{
 	sub("virtualmachines/restart", "VirtualMachine", "update"),
 	sub("virtualmachineinstances/pause", "VirtualMachineInstance", "update"),
 	sub("virtualmachineinstances/unpause", "VirtualMachineInstance", "update"),
+	sub("virtualmachineinstances/console", "VirtualMachineInstance", "get"),
 }
 
 func sub(name, kind, verb string) metav1.APIResource {

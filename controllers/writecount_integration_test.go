@@ -2,7 +2,9 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -161,3 +163,7 @@ func (l *runningLauncher) Unpause(ctx context.Context) (launcherv1.Status, error
 }
 
 func (l *runningLauncher) ExitStatus() (*launcherv1.Status, error) { return nil, nil }
+
+func (l *runningLauncher) SerialConsole(context.Context) (net.Conn, error) {
+	return nil, errors.New("the benchmark's launchers have no console")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,8 @@ type Launcher interface {
 	Pause(ctx context.Context) (launcherv1.Status, error)
 	Unpause(ctx context.Context) (launcherv1.Status, error)
 	ExitStatus() (*launcherv1.Status, error)
+	// SerialConsole connects to the guest's serial console.
+	SerialConsole(ctx context.Context) (net.Conn, error)
 }
 
 var _ Launcher = (*launcherclient.Client)(nil)

@@ -19,6 +19,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/console"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
 
@@ -29,6 +30,9 @@ const (
 
 	PathPause   = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/pause"
 	PathUnpause = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/unpause"
+	// PathConsole is a websocket (console.Subprotocol) onto the guest's serial console, shared by
+	// every viewer.
+	PathConsole = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/console"
 )
 
 // SubresourceServer serves the pause and unpause subresources of this node's instances over HTTP(S).
@@ -55,6 +59,8 @@ type SubresourceServer struct {
 	TLSConfig *tls.Config
 	// Authorize, when set, may refuse a request (403 with its error).
 	Authorize func(r *http.Request) error
+	// Consoles shares each guest's serial console among its viewers.
+	Consoles console.Hub
 }
 
 // NeedLeaderElection is false: every node agent serves its own node.
@@ -69,6 +75,7 @@ func (s *SubresourceServer) Handler() http.Handler {
 	mux.HandleFunc("PUT "+PathUnpause, func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, launcherv1.DomainRunning, Launcher.Unpause)
 	})
+	mux.HandleFunc("GET "+PathConsole, s.console)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
 }
@@ -151,6 +158,34 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state 
 		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// console joins the caller to the guest's serial console (a websocket) until either side leaves.
+func (s *SubresourceServer) console(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if s.Authorize != nil {
+		if err := s.Authorize(r); err != nil {
+			writeError(w, http.StatusForbidden, err.Error())
+			return
+		}
+	}
+	_, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
+	if code != http.StatusOK {
+		writeError(w, code, msg)
+		return
+	}
+	l := s.Dial(pod)
+	viewer, err := s.Consoles.Join(string(pod.UID), func() (net.Conn, error) { return l.SerialConsole(ctx) })
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "the guest's serial console does not answer: "+err.Error())
+		return
+	}
+	ws, err := console.Upgrade(w, r)
+	if err != nil {
+		_ = viewer.Close() // Upgrade answered the client
+		return
+	}
+	_ = console.Serve(ctx, ws, viewer)
 }
 
 // find returns a running instance of this node and its launcher Pod, or the HTTP status saying why not.

@@ -75,20 +75,31 @@ func New(dir string) *Client {
 // SocketPath is the command socket's path.
 func (c *Client) SocketPath() string { return filepath.Join(c.dir, launcherv1.CommandSocket) }
 
-// dial connects to the command socket, through /proc/self/fd when its path is too long.
+// dial connects to the command socket.
 func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	return DialSocket(ctx, c.dir, launcherv1.CommandSocket)
+}
+
+// SerialConsole connects to the guest's serial console socket (launcherv1.SerialSocket).
+func (c *Client) SerialConsole(ctx context.Context) (net.Conn, error) {
+	return DialSocket(ctx, c.dir, launcherv1.SerialSocket)
+}
+
+// DialSocket connects to the unix socket name in the launcher's private directory dir, through
+// /proc/self/fd when the path is too long for a socket address.
+func DialSocket(ctx context.Context, dir, name string) (net.Conn, error) {
 	var d net.Dialer
-	path := c.SocketPath()
+	path := filepath.Join(dir, name)
 	if len(path) <= maxSocketPath {
 		conn, err := d.DialContext(ctx, "unix", path)
 		return conn, classify(err)
 	}
-	fd, err := unix.Open(c.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, classify(fmt.Errorf("open %s: %w", c.dir, err))
+		return nil, classify(fmt.Errorf("open %s: %w", dir, err))
 	}
 	defer func() { _ = unix.Close(fd) }()
-	conn, err := d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, launcherv1.CommandSocket))
+	conn, err := d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, name))
 	if err != nil {
 		return nil, classify(fmt.Errorf("dial %s: %w", path, err))
 	}

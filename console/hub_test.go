@@ -1,0 +1,90 @@
+package console
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// guest plays a serial console on the far end of a pipe.
+func guest(t *testing.T) (dial func() (net.Conn, error), far net.Conn, dials *int) {
+	t.Helper()
+	n := 0
+	near, far := net.Pipe()
+	t.Cleanup(func() { far.Close() })
+	return func() (net.Conn, error) { n++; return near, nil }, far, &n
+}
+
+func readN(t *testing.T, r io.Reader, n int) string {
+	t.Helper()
+	buf := make([]byte, n)
+	_, err := io.ReadFull(r, buf)
+	require.NoError(t, err)
+	return string(buf)
+}
+
+func TestHubSharesOneConsole(t *testing.T) {
+	dial, far, dials := guest(t)
+	h := &Hub{}
+	a, err := h.Join("ns/vm", dial)
+	require.NoError(t, err)
+	b, err := h.Join("ns/vm", dial)
+	require.NoError(t, err)
+	assert.Equal(t, 1, *dials, "one connection to the console for all viewers")
+	assert.Equal(t, 2, h.Viewers("ns/vm"))
+
+	_, err = far.Write([]byte("login: "))
+	require.NoError(t, err)
+	assert.Equal(t, "login: ", readN(t, a, 7), "viewer a sees the output")
+	assert.Equal(t, "login: ", readN(t, b, 7), "viewer b sees the same output")
+
+	go func() { _, _ = a.Write([]byte("ls\n")); _, _ = b.Write([]byte("pwd\n")) }()
+	in := bufio.NewReader(far)
+	line1, _ := in.ReadString('\n')
+	line2, _ := in.ReadString('\n')
+	assert.ElementsMatch(t, []string{"ls\n", "pwd\n"}, []string{line1, line2}, "both viewers' input reaches the console")
+
+	require.NoError(t, a.Close())
+	assert.Equal(t, 1, h.Viewers("ns/vm"))
+	require.NoError(t, b.Close())
+	assert.Equal(t, 0, h.Viewers("ns/vm"))
+	_, err = far.Write([]byte("x"))
+	assert.Error(t, err, "the last viewer to leave disconnects from the console")
+}
+
+func TestHubDropsASlowViewer(t *testing.T) {
+	dial, far, _ := guest(t)
+	h := &Hub{}
+	slow, err := h.Join("ns/vm", dial)
+	require.NoError(t, err)
+	fast, err := h.Join("ns/vm", dial)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { // fast reads everything
+		defer close(done)
+		_, _ = io.Copy(io.Discard, fast)
+	}()
+	for i := 0; i <= viewerBuffer; i++ {
+		_, err := far.Write([]byte("o"))
+		require.NoError(t, err)
+	}
+	// slow never read: it is dropped with a reason after viewerBuffer chunks, not buffered forever.
+	var got error
+	for got == nil {
+		_, got = slow.Read(make([]byte, bufferSize))
+	}
+	assert.True(t, errors.Is(got, errTooSlow), "%v", got)
+	assert.Equal(t, 1, h.Viewers("ns/vm"), "the fast viewer stays")
+	require.NoError(t, fast.Close())
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the fast viewer's reader did not end after Close")
+	}
+}

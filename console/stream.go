@@ -1,0 +1,163 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Subprotocol is KubeVirt's websocket subprotocol for console, VNC and port-forward streams.
+const Subprotocol = "plain.kubevirt.io"
+
+// Keepalive: a ping every PingInterval; a peer that answers nothing for PongTimeout is gone.
+const (
+	PingInterval = 10 * time.Second
+	PongTimeout  = 60 * time.Second
+	// bufferSize is the frame size (KubeVirt's 10240).
+	bufferSize = 10240
+)
+
+// Close reasons a client can print.
+const (
+	ReasonStreamEnded = "the stream ended (the VMI stopped or its console closed)"
+	ReasonPeerGone    = "the other end of the stream went away"
+	ReasonTooSlow     = "this viewer did not keep up with the console's output"
+)
+
+// Upgrader accepts KubeVirt's subprotocol. The caller was authenticated and authorized before (by
+// the kube-apiserver and virt-api, or by mutual TLS), so the origin is not checked: browsers (noVNC)
+// connect through kubectl proxy.
+var upgrader = websocket.Upgrader{
+	ReadBufferSize: bufferSize, WriteBufferSize: bufferSize, Subprotocols: []string{Subprotocol},
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// Upgrade turns the request into a websocket.
+func Upgrade(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
+	return upgrader.Upgrade(w, r, nil)
+}
+
+// Dialer dials websockets with KubeVirt's subprotocol.
+func Dialer() *websocket.Dialer {
+	return &websocket.Dialer{ReadBufferSize: bufferSize, WriteBufferSize: bufferSize, Subprotocols: []string{Subprotocol}, HandshakeTimeout: 30 * time.Second}
+}
+
+// Serve pipes ws and stream until either ends or ctx is done, pinging ws so idle sessions survive
+// proxies. It closes ws with a reason and closes stream.
+func Serve(ctx context.Context, ws *websocket.Conn, stream io.ReadWriteCloser) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_ = ws.SetReadDeadline(time.Now().Add(PongTimeout))
+	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(PongTimeout)) })
+	var wg sync.WaitGroup
+	reason := make(chan string, 3)
+	wg.Add(3)
+	go func() { // stream → ws
+		defer wg.Done()
+		defer cancel()
+		buf := make([]byte, bufferSize)
+		for {
+			n, err := stream.Read(buf)
+			if n > 0 {
+				if werr := ws.WriteMessage(websocket.BinaryMessage, buf[:n]); werr != nil {
+					reason <- ReasonPeerGone
+					return
+				}
+			}
+			if err != nil {
+				if errors.Is(err, errTooSlow) {
+					reason <- ReasonTooSlow
+				} else {
+					reason <- ReasonStreamEnded
+				}
+				return
+			}
+		}
+	}()
+	go func() { // ws → stream
+		defer wg.Done()
+		defer cancel()
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				reason <- ReasonPeerGone
+				return
+			}
+			if _, err := stream.Write(data); err != nil {
+				reason <- ReasonStreamEnded
+				return
+			}
+		}
+	}()
+	go func() { // keepalive
+		defer wg.Done()
+		tick := time.NewTicker(PingInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(PingInterval)); err != nil {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	<-ctx.Done()
+	why := ReasonPeerGone
+	select {
+	case why = <-reason:
+	default:
+	}
+	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, why), time.Now().Add(time.Second))
+	_ = stream.Close()
+	_ = ws.Close()
+	wg.Wait()
+	return nil
+}
+
+// Conn adapts a websocket to a byte stream (binary frames carry raw bytes), for piping one
+// websocket into another (virt-api between the client and the node agent).
+type Conn struct {
+	ws      *websocket.Conn
+	pending []byte
+}
+
+// NewConn wraps ws.
+func NewConn(ws *websocket.Conn) *Conn { return &Conn{ws: ws} }
+
+// Read returns the bytes of the next frames; a close from the peer ends the stream.
+func (c *Conn) Read(p []byte) (int, error) {
+	for len(c.pending) == 0 {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				return 0, io.EOF
+			}
+			return 0, err
+		}
+		c.pending = data
+	}
+	n := copy(p, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+// Write sends p as one binary frame.
+func (c *Conn) Write(p []byte) (int, error) {
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close closes the websocket.
+func (c *Conn) Close() error { return c.ws.Close() }
