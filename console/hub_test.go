@@ -65,26 +65,31 @@ func TestHubDropsASlowViewer(t *testing.T) {
 	require.NoError(t, err)
 	fast, err := h.Join("ns/vm", dial)
 	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() { // fast reads everything
-		defer close(done)
-		_, _ = io.Copy(io.Discard, fast)
-	}()
-	for i := 0; i <= viewerBuffer; i++ {
+	// Twice the buffer while slow reads nothing: it overflows at chunk viewerBuffer+1, well before the
+	// writes end (the last chunks racing a reader could otherwise still fit).
+	for i := 0; i < 2*viewerBuffer; i++ {
 		_, err := far.Write([]byte("o"))
 		require.NoError(t, err)
+		assert.Equal(t, "o", readN(t, fast, 1), "the fast viewer keeps up")
 	}
-	// slow never read: it is dropped with a reason after viewerBuffer chunks, not buffered forever.
+	// slow is dropped with a reason, not buffered forever: it reads what was queued, then errTooSlow.
+	result := make(chan error, 1)
+	go func() {
+		var err error
+		for err == nil {
+			_, err = slow.Read(make([]byte, bufferSize))
+		}
+		result <- err
+	}()
 	var got error
-	for got == nil {
-		_, got = slow.Read(make([]byte, bufferSize))
+	select {
+	case got = <-result:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow viewer was not dropped")
 	}
 	assert.True(t, errors.Is(got, errTooSlow), "%v", got)
 	assert.Equal(t, 1, h.Viewers("ns/vm"), "the fast viewer stays")
 	require.NoError(t, fast.Close())
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the fast viewer's reader did not end after Close")
-	}
+	_, err = fast.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "a closed viewer reads EOF")
 }
