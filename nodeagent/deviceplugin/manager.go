@@ -63,6 +63,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	tried, registered := m.register(ctx)
 	for {
 		retry := false
+		var again <-chan time.Time // a failed registration (e.g. a kubelet still starting) is retried soon
+		if !registered {
+			again = time.After(registerRetry)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -71,6 +75,8 @@ func (m *Manager) Start(ctx context.Context) error {
 			continue
 		case <-w.Events:
 		case <-tick.C:
+			retry = true
+		case <-again:
 			retry = true
 		}
 		switch {
@@ -87,6 +93,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 	}
 }
+
+// registerRetry is how soon a failed registration is tried again.
+const registerRetry = time.Second
 
 // register registers every resource and logs the outcome. It returns the kubelet.sock it tried and
 // whether registration succeeded.
