@@ -119,7 +119,7 @@ func report(logf func(string, ...any), who string, counts map[writeKey]int, vms 
 	}
 }
 
-// runningLauncher is a launcher double for the node agent in the writes benchmark: its guest runs
+// runningLaunchers are launcher doubles for the node agent in the writes benchmark: each guest runs
 // from the first sync on, with one interface and an address, as a real guest reports it.
 type runningLaunchers struct {
 	mu     sync.Mutex

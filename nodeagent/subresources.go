@@ -57,8 +57,6 @@ type SubresourceServer struct {
 	Triggers chan<- event.GenericEvent
 	// TLSConfig serves HTTPS when set.
 	TLSConfig *tls.Config
-	// Authorize, when set, may refuse a request (403 with its error).
-	Authorize func(r *http.Request) error
 	// Consoles shares each guest's serial console among its viewers.
 	Consoles console.Hub
 }
@@ -118,12 +116,6 @@ type launcherCall func(Launcher, context.Context) (launcherv1.Status, error)
 // serve moves the instance's guest to state with call; a guest already there is a conflict (as in
 // KubeVirt: "already paused").
 func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state launcherv1.DomainState, call launcherCall) {
-	if s.Authorize != nil {
-		if err := s.Authorize(r); err != nil {
-			writeError(w, http.StatusForbidden, err.Error())
-			return
-		}
-	}
 	ctx := r.Context()
 	vmi, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
 	if code != http.StatusOK {
@@ -163,12 +155,6 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state 
 // console joins the caller to the guest's serial console (a websocket) until either side leaves.
 func (s *SubresourceServer) console(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if s.Authorize != nil {
-		if err := s.Authorize(r); err != nil {
-			writeError(w, http.StatusForbidden, err.Error())
-			return
-		}
-	}
 	_, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
 	if code != http.StatusOK {
 		writeError(w, code, msg)

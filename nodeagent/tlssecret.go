@@ -18,6 +18,10 @@ import (
 // CACertKey is the CA certificate's key in the certificate Secrets virt-api maintains.
 const CACertKey = "ca.crt"
 
+// CertSecret is the Secret (in Podvirt's namespace) that virt-api fills with the agents' certificate,
+// its key and CACertKey; the agents may read only it.
+const CertSecret = "virt-handler-certs"
+
 // SecretTLS serves the subresource server's mutual TLS from a Secret that virt-api keeps (tls.crt,
 // tls.key and the ca.crt that signed it and virt-api's client certificate): only a client holding a
 // certificate of that CA, i.e. virt-api, is served. It reloads the Secret every Refresh, so a

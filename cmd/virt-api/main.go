@@ -84,72 +84,83 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	key := types.NamespacedName{Namespace: ns, Name: secret}
-	ready := make(chan struct{})
-	var apiServices []rotator.WebhookInfo
-	for _, v := range apiserver.Versions {
-		apiServices = append(apiServices, rotator.WebhookInfo{Name: v + "." + subv1.GroupName, Type: rotator.APIService})
-	}
-	apiServices = append(apiServices,
-		rotator.WebhookInfo{Name: admission.ValidatingConfiguration, Type: rotator.Validating},
-		rotator.WebhookInfo{Name: admission.MutatingConfiguration, Type: rotator.Mutating})
-	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey: key, CertDir: certDir, CAName: "podvirt-virt-api-ca", CAOrganization: "podvirt",
-		DNSName: service + "." + ns + ".svc", ExtraDNSNames: []string{service + "." + ns + ".svc.cluster.local"},
-		IsReady: ready, Webhooks: apiServices,
-	}); err != nil {
-		return fmt.Errorf("certificate rotation: %w", err)
-	}
-	if err := (&apiserver.CertFiles{Client: mgr.GetClient(), Secret: key, Dir: certDir}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("certificate files: %w", err)
-	}
-	agents, err := setupNodeCerts(mgr, ns, nodeCertDir)
-	if err != nil {
-		return err
-	}
 	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
+	ready, err := setupServingCerts(mgr, types.NamespacedName{Namespace: ns, Name: secret}, service, certDir)
+	if err != nil {
+		return err
+	}
+	agents, err := setupNodeCerts(mgr, direct, ns, nodeCertDir)
+	if err != nil {
+		return err
+	}
+	hooks := webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir})
+	admission.Register(hooks, mgr.GetScheme())
 
 	ctx := ctrl.SetupSignalHandler()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return mgr.Start(ctx) })
-	g.Go(func() error {
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			return nil
-		}
-		agents.Client = direct
+	// The API server and the admission webhooks serve with the same certificate (it names the
+	// Service), once it exists.
+	g.Go(afterReady(ctx, ready, func() error {
 		s, err := apiserver.NewServer(o, &apiserver.Handlers{Client: direct, Agents: agents})
 		if err != nil {
 			return err
 		}
 		return s.PrepareRun().RunWithContext(ctx)
-	})
-	// The admission webhooks serve with the same certificate (it names the Service), once it exists.
-	hooks := webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir})
-	admission.Register(hooks, mgr.GetScheme())
-	g.Go(func() error {
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			return nil
-		}
-		return hooks.Start(ctx)
-	})
+	}))
+	g.Go(afterReady(ctx, ready, func() error { return hooks.Start(ctx) }))
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
 }
 
+// afterReady runs start once ready is closed (nothing if ctx ends first).
+func afterReady(ctx context.Context, ready <-chan struct{}, start func() error) func() error {
+	return func() error {
+		select {
+		case <-ready:
+			return start()
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// setupServingCerts has cert-controller keep virt-api's serving certificate (for the Service's
+// name) in secret and inject its CA into the APIServices and the webhook configurations; CertFiles
+// writes it into dir. The returned channel closes once the certificate is in place.
+func setupServingCerts(mgr ctrl.Manager, secret types.NamespacedName, service, dir string) (<-chan struct{}, error) {
+	var targets []rotator.WebhookInfo
+	for _, v := range apiserver.Versions {
+		targets = append(targets, rotator.WebhookInfo{Name: v + "." + subv1.GroupName, Type: rotator.APIService})
+	}
+	targets = append(targets,
+		rotator.WebhookInfo{Name: admission.ValidatingConfiguration, Type: rotator.Validating},
+		rotator.WebhookInfo{Name: admission.MutatingConfiguration, Type: rotator.Mutating})
+	ready := make(chan struct{})
+	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey: secret, CertDir: dir, CAName: "podvirt-virt-api-ca", CAOrganization: "podvirt",
+		DNSName:       service + "." + secret.Namespace + ".svc",
+		ExtraDNSNames: []string{service + "." + secret.Namespace + ".svc.cluster.local"},
+		IsReady:       ready, Webhooks: targets,
+	}); err != nil {
+		return nil, fmt.Errorf("certificate rotation: %w", err)
+	}
+	if err := (&apiserver.CertFiles{Client: mgr.GetClient(), Secret: secret, Dir: dir}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("certificate files: %w", err)
+	}
+	return ready, nil
+}
+
 // setupNodeCerts runs the node agents' CA: a second rotator keeps a CA and a certificate good for
 // both ends (the agents serve with it, virt-api presents it as its client certificate) in
 // virt-handler-ca; CertFiles gives virt-api its files, NodeCerts copies the agents' share (without
 // the CA's key) into virt-handler-certs, the only Secret the agents may read.
-func setupNodeCerts(mgr ctrl.Manager, ns, dir string) (*apiserver.Agents, error) {
+func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string) (*apiserver.Agents, error) {
 	from := types.NamespacedName{Namespace: ns, Name: "virt-handler-ca"}
 	serverName := "virt-handler." + ns + ".svc"
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
@@ -163,9 +174,9 @@ func setupNodeCerts(mgr ctrl.Manager, ns, dir string) (*apiserver.Agents, error)
 	if err := (&apiserver.CertFiles{Client: mgr.GetClient(), Secret: from, Dir: dir}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("node certificate files: %w", err)
 	}
-	to := types.NamespacedName{Namespace: ns, Name: "virt-handler-certs"}
+	to := types.NamespacedName{Namespace: ns, Name: nodeagent.CertSecret}
 	if err := (&apiserver.NodeCerts{Client: mgr.GetClient(), From: from, To: to}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("node agents' certificates: %w", err)
 	}
-	return &apiserver.Agents{CertDir: dir, ServerName: serverName, Port: nodeagent.DefaultSubresourcePort}, nil
+	return &apiserver.Agents{Client: c, CertDir: dir, ServerName: serverName, Port: nodeagent.DefaultSubresourcePort}, nil
 }

@@ -62,7 +62,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.IntVar(&o.deviceCount, "device-count", 110, "how many launcher Pods may share each device")
 	fs.BoolVar(&o.useEmulation, "use-emulation", false, "run guests under software emulation even where KVM is usable (KubeVirt's developerConfiguration.useEmulation)")
 	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", nodeagent.DefaultSubresourcePort), "address of the pause/unpause subresource server (mutual TLS: only virt-api is served)")
-	fs.StringVar(&o.tlsSecret, "tls-secret", "virt-handler-certs", "Secret (in --namespace) with the subresource server's tls.crt, tls.key and the ca.crt of virt-api's client certificate")
+	fs.StringVar(&o.tlsSecret, "tls-secret", nodeagent.CertSecret, "Secret (in --namespace) with the subresource server's tls.crt, tls.key and the ca.crt of virt-api's client certificate")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8187", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
