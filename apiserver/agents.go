@@ -35,6 +35,9 @@ type Agents struct {
 	Port       int
 }
 
+// errNoAgents answers the calls of a server without node agents (nil *Agents).
+var errNoAgents = apierrors.NewServiceUnavailable("node agents are not reachable from this server")
+
 // tlsConfig reads the current certificate files (calls are rare; a rotated certificate is used at
 // the next call).
 func (a *Agents) tlsConfig() (*tls.Config, error) {
@@ -69,6 +72,9 @@ func (a *Agents) address(ctx context.Context, nodeName string) (string, error) {
 
 // Put calls path on the agent of vmi's node and turns its answer into an API error (nil on 2xx).
 func (a *Agents) Put(ctx context.Context, vmi *virtv1.VirtualMachineInstance, path string) error {
+	if a == nil {
+		return errNoAgents
+	}
 	addr, err := a.address(ctx, vmi.Status.NodeName)
 	if err != nil {
 		return err
@@ -107,13 +113,20 @@ func agentError(vmi *virtv1.VirtualMachineInstance, resp *http.Response) error {
 		return apierrors.NewConflict(gr, vmi.Name, fmt.Errorf("%s", body.Message))
 	case http.StatusNotFound:
 		return apierrors.NewNotFound(gr, vmi.Name)
+	case http.StatusBadRequest:
+		return apierrors.NewBadRequest(fmt.Sprintf("virtualmachineinstance %s: %s", vmi.Name, body.Message))
+	case http.StatusBadGateway:
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("virtualmachineinstance %s: %s", vmi.Name, body.Message))
 	default:
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s: %s: %s", vmi.Status.NodeName, resp.Status, body.Message))
 	}
 }
 
-// Dial opens a websocket to path on the agent of vmi's node (console).
+// Dial opens a websocket to path on the agent of vmi's node (console, VNC, port-forward).
 func (a *Agents) Dial(ctx context.Context, vmi *virtv1.VirtualMachineInstance, path string) (*websocket.Conn, error) {
+	if a == nil {
+		return nil, errNoAgents
+	}
 	addr, err := a.address(ctx, vmi.Status.NodeName)
 	if err != nil {
 		return nil, err

@@ -12,8 +12,8 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 
-	"github.com/gorilla/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,7 +27,6 @@ import (
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/apiserver/lifecycle"
-	"github.com/podvirt/podvirt/console"
 	"github.com/podvirt/podvirt/nodeagent"
 )
 
@@ -38,8 +37,12 @@ const maxBody = 64 << 10
 // authenticates the caller and authorizes the subresource before a handler runs.
 type Handlers struct {
 	Client client.Client
-	// Agents reaches node agents (pause, unpause); nil: those calls answer 503.
+	// Agents reaches node agents (pause, unpause, softreboot, streams); nil: those calls answer 503.
 	Agents *Agents
+	// Stopping is closed when the server shuts down: open streams close, telling their clients why.
+	Stopping <-chan struct{}
+
+	streams sync.WaitGroup
 }
 
 // Routes registers the calls under prefix (/apis/subresources.kubevirt.io/VERSION) on mux.
@@ -55,7 +58,16 @@ func (h *Handlers) Routes(mux *http.ServeMux, prefix string) {
 	mux.HandleFunc("PUT "+vmi+"unpause", func(w http.ResponseWriter, r *http.Request) {
 		h.agentCall(w, r, &subv1.UnpauseOptions{}, nodeagent.PathUnpause)
 	})
-	mux.HandleFunc("GET "+vmi+"console", h.console)
+	mux.HandleFunc("PUT "+vmi+"softreboot", func(w http.ResponseWriter, r *http.Request) {
+		h.agentCall(w, r, &struct{}{}, nodeagent.PathSoftReboot)
+	})
+	mux.HandleFunc("PUT "+vm+"migrate", h.migrate)
+	for _, parent := range []string{vm, vmi} {
+		mux.HandleFunc("GET "+parent+"console", func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, nodeagent.PathConsole) })
+		mux.HandleFunc("GET "+parent+"vnc", func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, nodeagent.PathVNC) })
+		mux.HandleFunc("GET "+parent+"portforward/{port}", h.portForward)
+		mux.HandleFunc("GET "+parent+"portforward/{port}/{protocol}", h.portForward)
+	}
 	mux.HandleFunc("GET "+prefix+"/version", h.version)
 	mux.HandleFunc("GET "+prefix+"/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 }
@@ -146,6 +158,43 @@ func (h *Handlers) agentCall(w http.ResponseWriter, r *http.Request, opts any, a
 	w.WriteHeader(http.StatusAccepted)
 }
 
+// migrate creates a migration of the VM's running instance (KubeVirt's name prefix); the migration
+// webhook refuses a second one while the first is in progress.
+func (h *Handlers) migrate(w http.ResponseWriter, r *http.Request) {
+	ctx, key := r.Context(), types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	var opts subv1.MigrateOptions
+	err := readBody(r, &opts)
+	if err == nil && len(opts.AddedNodeSelector) > 0 {
+		err = apierrors.NewBadRequest("addedNodeSelector: not supported by this server yet")
+	}
+	if err == nil {
+		err = h.Client.Get(ctx, key, &virtv1.VirtualMachine{})
+	}
+	if err == nil {
+		_, err = h.runningInstance(ctx, key)
+		if apierrors.IsNotFound(err) {
+			err = apierrors.NewConflict(schema.GroupResource{Group: virtv1.GroupName, Resource: "virtualmachines"}, key.Name,
+				errors.New("VM is not running: it has no VirtualMachineInstance to migrate"))
+		}
+	}
+	if err == nil {
+		m := &virtv1.VirtualMachineInstanceMigration{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, GenerateName: "kubevirt-migrate-vm-"},
+			Spec:       virtv1.VirtualMachineInstanceMigrationSpec{VMIName: key.Name},
+		}
+		var copts []client.CreateOption
+		if slices.Contains(opts.DryRun, metav1.DryRunAll) {
+			copts = append(copts, client.DryRunAll)
+		}
+		err = h.Client.Create(ctx, m, copts...)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
 // runningInstance is the instance under key, or an error: 404, or 409 when it is not running.
 func (h *Handlers) runningInstance(ctx context.Context, key types.NamespacedName) (*virtv1.VirtualMachineInstance, error) {
 	vmi := &virtv1.VirtualMachineInstance{}
@@ -156,32 +205,7 @@ func (h *Handlers) runningInstance(ctx context.Context, key types.NamespacedName
 		return nil, apierrors.NewConflict(schema.GroupResource{Group: virtv1.GroupName, Resource: "virtualmachineinstances"}, key.Name,
 			fmt.Errorf("VMI is not running (phase %q)", vmi.Status.Phase))
 	}
-	if h.Agents == nil {
-		return nil, apierrors.NewServiceUnavailable("node agents are not reachable from this server")
-	}
 	return vmi, nil
-}
-
-// console connects the caller's websocket to the guest's serial console through the node agent.
-// Several callers may view one console at once.
-func (h *Handlers) console(w http.ResponseWriter, r *http.Request) {
-	ctx, key := r.Context(), types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-	vmi, err := h.runningInstance(ctx, key)
-	var agent *websocket.Conn
-	if err == nil {
-		path := strings.NewReplacer("{namespace}", key.Namespace, "{name}", key.Name).Replace(nodeagent.PathConsole)
-		agent, err = h.Agents.Dial(ctx, vmi, path)
-	}
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	ws, err := console.Upgrade(w, r)
-	if err != nil {
-		_ = agent.Close() // Upgrade answered the client
-		return
-	}
-	_ = console.Serve(ctx, ws, console.NewConn(agent))
 }
 
 func (h *Handlers) applyVMCall(ctx context.Context, key types.NamespacedName, dry bool, grace func() *int64,

@@ -44,7 +44,14 @@ var resources = []metav1.APIResource{
 	sub("virtualmachines/restart", "VirtualMachine", "update"),
 	sub("virtualmachineinstances/pause", "VirtualMachineInstance", "update"),
 	sub("virtualmachineinstances/unpause", "VirtualMachineInstance", "update"),
+	sub("virtualmachines/migrate", "VirtualMachine", "update"),
+	sub("virtualmachineinstances/softreboot", "VirtualMachineInstance", "update"),
 	sub("virtualmachineinstances/console", "VirtualMachineInstance", "get"),
+	sub("virtualmachineinstances/vnc", "VirtualMachineInstance", "get"),
+	sub("virtualmachineinstances/portforward", "VirtualMachineInstance", "get"),
+	sub("virtualmachines/console", "VirtualMachine", "get"),
+	sub("virtualmachines/vnc", "VirtualMachine", "get"),
+	sub("virtualmachines/portforward", "VirtualMachine", "get"),
 }
 
 func sub(name, kind, verb string) metav1.APIResource {

@@ -16,7 +16,7 @@ const Subprotocol = "plain.kubevirt.io"
 
 // Keepalive: a ping every PingInterval; a peer that answers nothing for PongTimeout is gone.
 const (
-	PingInterval = 10 * time.Second
+	PingInterval = 5 * time.Second
 	PongTimeout  = 60 * time.Second
 	// bufferSize is the frame size (KubeVirt's 10240).
 	bufferSize = 10240
@@ -24,7 +24,7 @@ const (
 
 // Close reasons a client can print.
 const (
-	ReasonStreamEnded = "the stream ended (the VMI stopped or its console closed)"
+	ReasonStreamEnded = "the stream ended (the VMI stopped, or the guest closed it)"
 	ReasonPeerGone    = "the other end of the stream went away"
 	ReasonTooSlow     = "this viewer did not keep up with the console's output"
 )
@@ -48,7 +48,8 @@ func Dialer() *websocket.Dialer {
 }
 
 // Serve pipes ws and stream until either ends or ctx is done, pinging ws so idle sessions survive
-// proxies. It closes ws with a reason and closes stream.
+// proxies. It closes ws with a reason and closes stream; when ctx ends first, the reason is ctx's
+// cause (context.WithCancelCause), if it has one.
 func Serve(ctx context.Context, ws *websocket.Conn, stream io.ReadWriteCloser) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -115,6 +116,9 @@ func Serve(ctx context.Context, ws *websocket.Conn, stream io.ReadWriteCloser) e
 	select {
 	case why = <-reason:
 	default:
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			why = cause.Error() // the caller's reason for ending the stream (a server shutting down)
+		}
 	}
 	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, why), time.Now().Add(time.Second))
 	_ = stream.Close()

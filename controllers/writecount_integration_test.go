@@ -167,3 +167,13 @@ func (l *runningLauncher) ExitStatus() (*launcherv1.Status, error) { return nil,
 func (l *runningLauncher) SerialConsole(context.Context) (net.Conn, error) {
 	return nil, errors.New("the benchmark's launchers have no console")
 }
+
+func (l *runningLauncher) VNC(context.Context) (net.Conn, error) {
+	return nil, errors.New("the benchmark's launchers have no display")
+}
+
+func (l *runningLauncher) Reboot(context.Context) error { return nil }
+
+func (l *runningLauncher) PortForward(context.Context, int) (net.Conn, error) {
+	return nil, errors.New("the benchmark's launchers have no guest network")
+}

@@ -9,3 +9,8 @@ BENCH_TIMEOUT ?= 30m
 bench-vms: cluster-ensure-up ## Measure VM start, first console line and per-VM memory on the local cluster; prints figures
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(HEAVY) go test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) \
 		-run '^$$' -bench BenchmarkNodeSide -benchtime 1x ./tests/bench/
+
+.PHONY: bench-console
+bench-console: cluster-ensure-up ## Measure the serial console through virt-api vs kubectl exec (round trip, throughput, memory with 20 consoles); prints figures
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(HEAVY) go test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) \
+		-run '^$$' -bench BenchmarkConsole -benchtime 1x ./tests/bench/

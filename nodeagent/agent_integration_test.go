@@ -207,6 +207,7 @@ func TestPauseAndUnpauseThroughSubresourceServer(t *testing.T) {
 	g.waitEvent(t, nodeagent.EventPaused)
 
 	assert.Equal(t, http.StatusConflict, put(t, url("vm-pause", "pause")), "pausing a paused guest is a conflict")
+	assert.Equal(t, http.StatusConflict, put(t, url("vm-pause", "softreboot")), "a paused guest cannot be rebooted")
 	assert.Equal(t, http.StatusNotFound, put(t, url("no-such-vm", "pause")))
 
 	assert.Equal(t, http.StatusOK, put(t, url("vm-pause", "unpause")))
@@ -216,6 +217,8 @@ func TestPauseAndUnpauseThroughSubresourceServer(t *testing.T) {
 			meta.IsStatusConditionTrue(vmi.Status.Conditions, virtv1.VirtualMachineInstanceReady)
 	})
 	g.waitEvent(t, nodeagent.EventUnpaused)
+	assert.Equal(t, http.StatusOK, put(t, url("vm-pause", "softreboot")))
+	assert.Equal(t, 1, g.launcher.Reboots(), "the reboot reached the launcher once")
 }
 
 func put(t *testing.T, url string) int {

@@ -45,6 +45,12 @@ type Launcher interface {
 	ExitStatus() (*launcherv1.Status, error)
 	// SerialConsole connects to the guest's serial console.
 	SerialConsole(ctx context.Context) (net.Conn, error)
+	// VNC connects to the guest's VNC display.
+	VNC(ctx context.Context) (net.Conn, error)
+	// Reboot asks for an ACPI reboot.
+	Reboot(ctx context.Context) error
+	// PortForward connects to the guest's TCP port.
+	PortForward(ctx context.Context, port int) (net.Conn, error)
 }
 
 var _ Launcher = (*launcherclient.Client)(nil)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,12 @@ const (
 	// PathConsole is a websocket (console.Subprotocol) onto the guest's serial console, shared by
 	// every viewer.
 	PathConsole = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/console"
+	// PathSoftReboot asks for an ACPI reboot of the guest.
+	PathSoftReboot = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/softreboot"
+	// PathVNC is a websocket onto the guest's VNC display (one connection per viewer).
+	PathVNC = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/vnc"
+	// PathPortForward is a websocket carrying one TCP connection to the guest's port {port}.
+	PathPortForward = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/portforward/{port}"
 )
 
 // SubresourceServer serves the pause and unpause subresources of this node's instances over HTTP(S).
@@ -73,7 +80,19 @@ func (s *SubresourceServer) Handler() http.Handler {
 	mux.HandleFunc("PUT "+PathUnpause, func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, launcherv1.DomainRunning, Launcher.Unpause)
 	})
+	mux.HandleFunc("PUT "+PathSoftReboot, s.softReboot)
 	mux.HandleFunc("GET "+PathConsole, s.console)
+	mux.HandleFunc("GET "+PathVNC, func(w http.ResponseWriter, r *http.Request) {
+		s.stream(w, r, "VNC display", func(ctx context.Context, l Launcher) (net.Conn, error) { return l.VNC(ctx) })
+	})
+	mux.HandleFunc("GET "+PathPortForward, func(w http.ResponseWriter, r *http.Request) {
+		port, err := ParsePort(r.PathValue("port"))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		s.stream(w, r, fmt.Sprintf("port %d", port), func(ctx context.Context, l Launcher) (net.Conn, error) { return l.PortForward(ctx, port) })
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
 }
@@ -131,16 +150,8 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state 
 	if err == nil {
 		_, err = call(l, ctx)
 	}
-	var lerr *launcherclient.Error
-	switch {
-	case errors.As(err, &lerr) && lerr.StatusCode == http.StatusConflict:
-		writeError(w, http.StatusConflict, lerr.Message)
-		return
-	case errors.Is(err, launcherclient.ErrUnreachable):
-		writeError(w, http.StatusServiceUnavailable, "the instance's launcher does not answer: "+err.Error())
-		return
-	case err != nil:
-		writeError(w, http.StatusBadGateway, err.Error())
+	if err != nil {
+		writeLauncherError(w, err)
 		return
 	}
 	if s.Triggers != nil {
@@ -174,6 +185,57 @@ func (s *SubresourceServer) console(w http.ResponseWriter, r *http.Request) {
 	_ = console.Serve(ctx, ws, viewer)
 }
 
+// softReboot asks the instance's launcher for an ACPI reboot.
+func (s *SubresourceServer) softReboot(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	_, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
+	if code != http.StatusOK {
+		writeError(w, code, msg)
+		return
+	}
+	if err := s.Dial(pod).Reboot(ctx); err != nil {
+		writeLauncherError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// stream connects the caller's websocket to one new connection to the guest (VNC, a port) that
+// dial opens, until either side leaves.
+func (s *SubresourceServer) stream(w http.ResponseWriter, r *http.Request, what string, dial func(context.Context, Launcher) (net.Conn, error)) {
+	ctx := r.Context()
+	_, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
+	if code != http.StatusOK {
+		writeError(w, code, msg)
+		return
+	}
+	conn, err := dial(ctx, s.Dial(pod))
+	if err != nil {
+		var lerr *launcherclient.Error
+		if errors.As(err, &lerr) {
+			writeLauncherError(w, err)
+			return
+		}
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the guest's %s does not answer: %v", what, err))
+		return
+	}
+	ws, err := console.Upgrade(w, r)
+	if err != nil {
+		_ = conn.Close() // Upgrade answered the client
+		return
+	}
+	_ = console.Serve(ctx, ws, conn)
+}
+
+// ParsePort reads a port-forward path's port: a TCP port number 1-65535.
+func ParsePort(s string) (int, error) {
+	port, err := strconv.Atoi(s)
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("port: %q is not a TCP port number (1-65535)", s)
+	}
+	return port, nil
+}
+
 // find returns a running instance of this node and its launcher Pod, or the HTTP status saying why not.
 func (s *SubresourceServer) find(ctx context.Context, ns, name string) (*virtv1.VirtualMachineInstance, *corev1.Pod, int, string) {
 	vmi := &virtv1.VirtualMachineInstance{}
@@ -194,6 +256,20 @@ func (s *SubresourceServer) find(ctx context.Context, ns, name string) (*virtv1.
 		return nil, nil, http.StatusNotFound, fmt.Sprintf("virtualmachineinstance %s/%s has no launcher Pod on node %s", ns, name, s.NodeName)
 	}
 	return vmi, pod, http.StatusOK, ""
+}
+
+// writeLauncherError answers with the launcher's refusal (409, 400, 502 for a guest port that refuses)
+// or 503 when the launcher does not answer.
+func writeLauncherError(w http.ResponseWriter, err error) {
+	var lerr *launcherclient.Error
+	switch {
+	case errors.As(err, &lerr) && (lerr.StatusCode == http.StatusConflict || lerr.StatusCode == http.StatusBadRequest || lerr.StatusCode == http.StatusBadGateway):
+		writeError(w, lerr.StatusCode, lerr.Message)
+	case errors.Is(err, launcherclient.ErrUnreachable):
+		writeError(w, http.StatusServiceUnavailable, "the instance's launcher does not answer: "+err.Error())
+	default:
+		writeError(w, http.StatusBadGateway, err.Error())
+	}
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

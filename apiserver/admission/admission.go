@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -29,10 +30,13 @@ const (
 	PathValidateVMI = "/validate-kubevirt-io-v1-virtualmachineinstance"
 	PathMutateVMI   = "/mutate-kubevirt-io-v1-virtualmachineinstance"
 	PathValidateVM  = "/validate-kubevirt-io-v1-virtualmachine"
+	// PathValidateMigration validates VirtualMachineInstanceMigrations.
+	PathValidateMigration = "/validate-kubevirt-io-v1-virtualmachineinstancemigration"
 )
 
-// Register adds the webhooks to srv.
-func Register(srv webhook.Server, s *runtime.Scheme) {
+// Register adds the webhooks to srv; reader reads the instances a migration names.
+func Register(srv webhook.Server, s *runtime.Scheme, reader client.Reader) {
+	srv.Register(PathValidateMigration, admission.WithValidator[*virtv1.VirtualMachineInstanceMigration](s, migrationValidator{reader: reader}))
 	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{}))
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
 	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{}))

@@ -97,7 +97,7 @@ func run() error {
 		return err
 	}
 	hooks := webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir})
-	admission.Register(hooks, mgr.GetScheme())
+	admission.Register(hooks, mgr.GetScheme(), direct)
 
 	ctx := ctrl.SetupSignalHandler()
 	g, ctx := errgroup.WithContext(ctx)
@@ -105,11 +105,14 @@ func run() error {
 	// The API server and the admission webhooks serve with the same certificate (it names the
 	// Service), once it exists.
 	g.Go(afterReady(ctx, ready, func() error {
-		s, err := apiserver.NewServer(o, &apiserver.Handlers{Client: direct, Agents: agents})
+		h := &apiserver.Handlers{Client: direct, Agents: agents, Stopping: ctx.Done()}
+		s, err := apiserver.NewServer(o, h)
 		if err != nil {
 			return err
 		}
-		return s.PrepareRun().RunWithContext(ctx)
+		err = s.PrepareRun().RunWithContext(ctx)
+		h.Wait() // open streams tell their clients virt-api is going away
+		return err
 	}))
 	g.Go(afterReady(ctx, ready, func() error { return hooks.Start(ctx) }))
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {

@@ -23,6 +23,12 @@ import (
 // errConflict marks a request that does not fit the guest's current state (HTTP 409).
 var errConflict = errors.New("conflict")
 
+// conflict marks err as errConflict without changing its message.
+type conflict struct{ err error }
+
+func (c conflict) Error() string   { return c.err.Error() }
+func (c conflict) Unwrap() []error { return []error{errConflict, c.err} }
+
 // errBadRequest marks a malformed request (HTTP 400).
 var errBadRequest = errors.New("bad request")
 
@@ -34,6 +40,8 @@ const (
 	opKill
 	opPause
 	opUnpause
+	opReboot
+	opForward
 )
 
 // request is one command handed from an HTTP handler to the guest's loop.
@@ -41,6 +49,9 @@ type request struct {
 	op    opKind
 	sync  launcherv1.SyncRequest
 	grace time.Duration
+	// port is the guest port of opForward; local receives the loopback port that reaches it.
+	port  int
+	local *int
 	reply chan error
 }
 
@@ -68,6 +79,10 @@ type guest struct {
 	grace       *time.Timer
 	stopped     *lifecycle
 	misses      int
+	// netdev is qemu's name of the first NIC's backend ("" without a NIC); forwards maps a guest
+	// TCP port to the loopback port of the Pod that reaches it (see forward).
+	netdev   string
+	forwards map[int]int
 }
 
 func newGuest(cfg *Config, hv *hypervisor) *guest {
@@ -163,9 +178,13 @@ func (g *guest) handle(ctx context.Context, r request) error {
 		err = g.dom.Suspend()
 	case opUnpause:
 		err = g.dom.Resume()
+	case opReboot:
+		err = g.reboot()
+	case opForward:
+		*r.local, err = g.forward(r.port)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %w", errConflict, err)
+		return conflict{err}
 	}
 	g.refresh()
 	return nil
@@ -206,6 +225,10 @@ func (g *guest) refresh() (final launcherv1.Status, gone bool) {
 		g.misses = 0
 		st.State = stateOf(state)
 		st.Reason, st.Message = launcherv1.ReasonStarted, g.memMessage
+		if st.State == launcherv1.DomainPaused && reason == int(libvirt.DOMAIN_PAUSED_SHUTTING_DOWN) && !g.shutdownReq {
+			// An ACPI reboot: libvirt stops the powered-off guest for a moment, resets and resumes it.
+			st.State = launcherv1.DomainRunning
+		}
 		if st.State == launcherv1.DomainPaused {
 			st.Reason = launcherv1.ReasonPaused
 			if reason == int(libvirt.DOMAIN_PAUSED_STARTING_UP) || reason == int(libvirt.DOMAIN_PAUSED_USER) && g.startPaused() {

@@ -49,6 +49,10 @@ func newHandler(g *guest) http.Handler {
 	mux.HandleFunc("POST "+launcherv1.PathUnpause, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, g, request{op: opUnpause}, http.StatusOK)
 	})
+	mux.HandleFunc("POST "+launcherv1.PathReboot, func(w http.ResponseWriter, r *http.Request) {
+		reply(w, r, g, request{op: opReboot}, http.StatusAccepted)
+	})
+	mux.HandleFunc("GET "+launcherv1.PathPortForward+"{port}", portForward(g))
 	return mux
 }
 
@@ -65,17 +69,23 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 // reply runs the request on the guest's loop and answers with the status, or the error.
 func reply(w http.ResponseWriter, r *http.Request, g *guest, req request, okCode int) {
 	if err := g.do(r.Context(), req); err != nil {
-		code := http.StatusInternalServerError
-		switch {
-		case errors.Is(err, errBadRequest):
-			code = http.StatusBadRequest
-		case errors.Is(err, errConflict):
-			code = http.StatusConflict
-		}
-		writeJSON(w, code, launcherv1.Error{Message: err.Error()})
+		writeError(w, err)
 		return
 	}
 	writeJSON(w, okCode, g.Status())
+}
+
+// writeError answers with err: 400 for a malformed request, 409 where the guest's state does not
+// allow it, else 500.
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, errBadRequest):
+		code = http.StatusBadRequest
+	case errors.Is(err, errConflict):
+		code = http.StatusConflict
+	}
+	writeJSON(w, code, launcherv1.Error{Message: err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -81,8 +81,21 @@ func (g *guest) afterCreate(dom *libvirt.Domain, vmi *virtv1.VirtualMachineInsta
 	if err != nil {
 		return err
 	}
-	if err := forwardPorts(dom, live, plan); err != nil {
+	netdevs, err := netdevNames(live, plan)
+	if err != nil {
 		return err
+	}
+	if err := forwardPorts(dom, netdevs, plan); err != nil {
+		return err
+	}
+	g.forwards = map[int]int{}
+	for _, p := range plan.Ports {
+		if p.Protocol == "tcp" {
+			g.forwards[int(p.Port)] = int(p.Port)
+		}
+	}
+	if len(plan.InterfaceNames) > 0 {
+		g.netdev = netdevs[plan.InterfaceNames[0]]
 	}
 	g.ifaces = interfaces(plan, live)
 	g.memMessage = memoryMessage(plan.MemoryBytes, live)
@@ -98,17 +111,7 @@ func (g *guest) afterCreate(dom *libvirt.Domain, vmi *virtv1.VirtualMachineInsta
 // forwardPorts adds one slirp host forward per declared port: Pod address:port → guest:port. libvirt
 // has no XML for it with the slirp backend (its <portForward> is passt-only and libvirt 9.0 has no
 // passt), so it goes through qemu's monitor while the guest is still paused.
-func forwardPorts(dom *libvirt.Domain, live *libvirtxml.Domain, plan *domainxml.Plan) error {
-	if len(plan.Ports) == 0 {
-		return nil
-	}
-	netdev := map[string]string{}
-	for i, nic := range live.Devices.Interfaces {
-		if nic.Alias == nil || i >= len(plan.InterfaceNames) {
-			return errors.New("forward ports: libvirt gave the interfaces no alias")
-		}
-		netdev[plan.InterfaceNames[i]] = "host" + nic.Alias.Name
-	}
+func forwardPorts(dom *libvirt.Domain, netdev map[string]string, plan *domainxml.Plan) error {
 	for _, p := range plan.Ports {
 		cmd := fmt.Sprintf("hostfwd_add %s %s::%d-:%d", netdev[p.Interface], p.Protocol, p.Port, p.Port)
 		out, err := dom.QemuMonitorCommand(cmd, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_HMP)
@@ -120,6 +123,18 @@ func forwardPorts(dom *libvirt.Domain, live *libvirtxml.Domain, plan *domainxml.
 		}
 	}
 	return nil
+}
+
+// netdevNames maps each spec interface name to qemu's id of its network backend.
+func netdevNames(live *libvirtxml.Domain, plan *domainxml.Plan) (map[string]string, error) {
+	netdev := map[string]string{}
+	for i, nic := range live.Devices.Interfaces {
+		if nic.Alias == nil || i >= len(plan.InterfaceNames) {
+			return nil, errors.New("forward ports: libvirt gave the interfaces no alias")
+		}
+		netdev[plan.InterfaceNames[i]] = "host" + nic.Alias.Name
+	}
+	return netdev, nil
 }
 
 // interfaces is what Status reports about the NICs: spec name, MAC libvirt uses, and the Pod's

@@ -8,6 +8,7 @@
 package launcherclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -55,6 +57,16 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("launcher %s: %d %s: %s", e.Path, e.StatusCode, http.StatusText(e.StatusCode), e.Message)
 }
 
+// replyError is the *Error of a non-2xx reply with body raw.
+func replyError(path string, code int, raw []byte) *Error {
+	e := &Error{Path: path, StatusCode: code, Message: string(bytes.TrimSpace(raw))}
+	var le launcherv1.Error
+	if json.Unmarshal(raw, &le) == nil && le.Message != "" {
+		e.Message = le.Message
+	}
+	return e
+}
+
 // Client talks to one launcher. It holds no connection between calls; the zero value is not usable.
 type Client struct {
 	dir  string
@@ -83,6 +95,79 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 // SerialConsole connects to the guest's serial console socket (launcherv1.SerialSocket).
 func (c *Client) SerialConsole(ctx context.Context) (net.Conn, error) {
 	return DialSocket(ctx, c.dir, launcherv1.SerialSocket)
+}
+
+// VNC connects to the guest's VNC display socket (launcherv1.VNCSocket).
+func (c *Client) VNC(ctx context.Context) (net.Conn, error) {
+	return DialSocket(ctx, c.dir, launcherv1.VNCSocket)
+}
+
+// Reboot asks for an ACPI reboot of the guest.
+func (c *Client) Reboot(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, launcherv1.PathReboot, nil, nil, DefaultTimeout)
+}
+
+// PortForward connects to the guest's TCP port through the launcher (launcherv1.PathPortForward):
+// the returned connection carries the bytes of that one TCP connection.
+func (c *Client) PortForward(ctx context.Context, port int) (net.Conn, error) {
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	path := launcherv1.PathPortForward + strconv.Itoa(port)
+	upgraded, err := upgrade(ctx, conn, path)
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return upgraded, nil
+}
+
+// upgrade sends the port-forward request on conn and reads the launcher's 101 (bounded by
+// DefaultTimeout); any other answer is an *Error.
+func upgrade(ctx context.Context, conn net.Conn, path string) (net.Conn, error) {
+	deadline := time.Now().Add(DefaultTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = conn.SetDeadline(deadline)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://launcher"+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build %s request: %w", path, err)
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", launcherv1.UpgradeTCP)
+	if err := req.Write(conn); err != nil {
+		return nil, fmt.Errorf("launcher %s: %w", path, err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		return nil, fmt.Errorf("launcher %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		defer func() { _ = resp.Body.Close() }()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, replyError(path, resp.StatusCode, raw)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &bufferedConn{Conn: conn, r: br}, nil
+}
+
+// bufferedConn reads what the response reader already buffered before the connection itself.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// CloseWrite half-closes the connection: the guest's side sees EOF and may still answer.
+func (b *bufferedConn) CloseWrite() error {
+	if cw, ok := b.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return b.Conn.Close()
 }
 
 // DialSocket connects to the unix socket name in the launcher's private directory dir, through
@@ -214,12 +299,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, timeo
 		return fmt.Errorf("read launcher %s reply: %w", path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := &Error{Path: path, StatusCode: resp.StatusCode, Message: string(bytes.TrimSpace(raw))}
-		var le launcherv1.Error
-		if json.Unmarshal(raw, &le) == nil && le.Message != "" {
-			e.Message = le.Message
-		}
-		return e
+		return replyError(path, resp.StatusCode, raw)
 	}
 	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
 		return nil

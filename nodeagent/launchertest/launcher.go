@@ -30,6 +30,7 @@ type Launcher struct {
 	syncs     []launcherv1.SyncRequest
 	shutdowns []launcherv1.ShutdownRequest
 	kills     int
+	reboots   int
 
 	dir       string
 	srv       *http.Server
@@ -56,6 +57,7 @@ func Start(dir string) (*Launcher, error) {
 	mux.HandleFunc("POST "+launcherv1.PathKill, l.kill)
 	mux.HandleFunc("POST "+launcherv1.PathPause, l.pause)
 	mux.HandleFunc("POST "+launcherv1.PathUnpause, l.unpause)
+	mux.HandleFunc("POST "+launcherv1.PathReboot, l.reboot)
 	mux.HandleFunc("GET "+launcherv1.PathStatus, l.getStatus)
 	l.srv = &http.Server{Handler: mux}
 	go func() { l.served <- l.srv.Serve(ln) }()
@@ -151,6 +153,25 @@ func (l *Launcher) Kills() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.kills
+}
+
+// Reboots is how many reboot requests were received.
+func (l *Launcher) Reboots() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reboots
+}
+
+// reboot counts the request; only a running guest may be rebooted (as the real launcher).
+func (l *Launcher) reboot(w http.ResponseWriter, _ *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.status.State != launcherv1.DomainRunning {
+		replyError(w, http.StatusConflict, fmt.Sprintf("the guest is %s, not running: it cannot be rebooted", l.status.State))
+		return
+	}
+	l.reboots++
+	w.WriteHeader(http.StatusAccepted)
 }
 
 func (l *Launcher) ping(w http.ResponseWriter, _ *http.Request) {

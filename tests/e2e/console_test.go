@@ -10,28 +10,15 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"k8s.io/client-go/rest"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
-// dialConsole opens the instance's console through the kube-apiserver with a plain gorilla client
-// (not the project's own), as any KubeVirt client would: subprotocol plain.kubevirt.io.
+// dialConsole opens the instance's console through the kube-apiserver.
 func dialConsole(t *testing.T, f *framework.Framework, ns, name string) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
-	tlsCfg, err := rest.TLSConfigFor(f.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	header := http.Header{}
-	if f.Config.BearerToken != "" {
-		header.Set("Authorization", "Bearer "+f.Config.BearerToken)
-	}
-	d := websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{"plain.kubevirt.io"}, HandshakeTimeout: 30 * time.Second}
-	url := strings.Replace(f.Config.Host, "https://", "wss://", 1) +
-		"/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachineinstances/" + name + "/console"
-	return d.DialContext(f.Context(), url, header)
+	return f.DialSubresource(f.Config.Host, "/namespaces/"+ns+"/virtualmachineinstances/"+name+"/console")
 }
 
 // viewer reads a console websocket in the background (a gorilla connection cannot be read again

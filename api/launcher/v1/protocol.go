@@ -8,7 +8,11 @@ package v1
 //	POST /v1/kill       → 202 (stop the guest at once)
 //	POST /v1/pause      → 200 Status
 //	POST /v1/unpause    → 200 Status
+//	POST /v1/reboot     → 202 (ACPI reboot: the guest reboots, the domain keeps running)
 //	GET  /v1/status     → 200 Status
+//	GET  /v1/portforward/{port}  with "Connection: Upgrade", "Upgrade: tcp"
+//	                    → 101, then the connection carries the bytes of one TCP connection to the
+//	                      guest's port (declared in the VMI's interface ports or not)
 //
 // Errors: a non-2xx status with body Error. The launcher exits once the domain is gone (after it was
 // started), so the Pod completes: exit code 0 after a guest shutdown, non-zero after a crash or kill.
@@ -21,6 +25,11 @@ const (
 	PathPause    = "/v1/pause"
 	PathUnpause  = "/v1/unpause"
 	PathStatus   = "/v1/status"
+	PathReboot   = "/v1/reboot"
+	// PathPortForward is the prefix of the port-forward path: PathPortForward + "{port}".
+	PathPortForward = "/v1/portforward/"
+	// UpgradeTCP is the Upgrade header value of a port-forward request.
+	UpgradeTCP = "tcp"
 )
 
 // SyncRequest carries the VirtualMachineInstance (kubevirt.io/v1 JSON) the launcher runs.

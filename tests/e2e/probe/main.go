@@ -6,6 +6,7 @@
 //	probe list-pods                      list the pods of its namespace through the in-cluster config
 //	probe write --file F --text T        write T to F
 //	probe read --file F                  print F
+//	probe cat                            copy stdin to stdout, unbuffered (the console benchmark's exec baseline)
 package main
 
 import (
@@ -38,7 +39,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: probe sleep|serve|fetch|list-pods|write|read [flags]")
+		return errors.New("usage: probe sleep|serve|fetch|list-pods|write|read|cat [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	port := fs.Int("port", 8080, "serve: port")
@@ -71,6 +72,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		_, err = fmt.Fprintf(out, "%s\n", data)
+		return err
+	case "cat":
+		_, err := io.Copy(out, os.Stdin)
 		return err
 	default:
 		return fmt.Errorf("unknown mode %q", args[0])

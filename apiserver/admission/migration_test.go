@@ -1,0 +1,49 @@
+package admission
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/scheme"
+)
+
+func TestMigrationValidator(t *testing.T) {
+	vmi := func(name string, phase virtv1.VirtualMachineInstancePhase) *virtv1.VirtualMachineInstance {
+		return &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Status: virtv1.VirtualMachineInstanceStatus{Phase: phase}}
+	}
+	migration := func(name, vmi string, phase virtv1.VirtualMachineInstanceMigrationPhase) *virtv1.VirtualMachineInstanceMigration {
+		return &virtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: vmi}, Status: virtv1.VirtualMachineInstanceMigrationStatus{Phase: phase}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		vmi("running", virtv1.Running), vmi("scheduling", virtv1.Scheduling), vmi("busy", virtv1.Running), vmi("done", virtv1.Running),
+		migration("m1", "busy", virtv1.MigrationRunning), migration("m2", "done", virtv1.MigrationSucceeded),
+	).Build()
+	v := migrationValidator{reader: c}
+	for _, tc := range []struct {
+		vmi, want string // want: what the refusal says, "" when admitted
+	}{
+		{"running", ""},
+		{"done", ""}, // its earlier migration finished
+		{"missing", `spec.vmiName: Not found: "missing"`},
+		{"scheduling", `spec.vmiName: Invalid value: "scheduling": the instance is not running (phase "Scheduling")`},
+		{"busy", `migration m1 of this instance is in progress (phase "Running")`},
+	} {
+		t.Run(tc.vmi, func(t *testing.T) {
+			_, err := v.ValidateCreate(t.Context(), migration("new", tc.vmi, ""))
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := v.ValidateUpdate(t.Context(), migration("m1", "busy", ""), migration("m1", "running", ""))
+	assert.ErrorContains(t, err, "spec: Forbidden")
+}

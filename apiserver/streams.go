@@ -1,0 +1,72 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/podvirt/podvirt/console"
+	"github.com/podvirt/podvirt/nodeagent"
+)
+
+// errShuttingDown is the close reason streams get when virt-api stops.
+var errShuttingDown = errors.New("virt-api is shutting down; reconnect to reach another replica")
+
+// portForward checks the port and protocol (KubeVirt's path: portforward/{port}[/{protocol}]) and
+// streams one TCP connection to the guest's port, declared in the instance's interfaces or not.
+func (h *Handlers) portForward(w http.ResponseWriter, r *http.Request) {
+	port, err := nodeagent.ParsePort(r.PathValue("port"))
+	if err != nil {
+		writeError(w, r, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	if proto := r.PathValue("protocol"); proto != "" && !strings.EqualFold(proto, "tcp") {
+		writeError(w, r, apierrors.NewBadRequest("protocol: "+strconv.Quote(proto)+" is not supported; port-forward carries TCP"))
+		return
+	}
+	h.stream(w, r, strings.Replace(nodeagent.PathPortForward, "{port}", strconv.Itoa(port), 1))
+}
+
+// stream connects the caller's websocket to agentPath (console, VNC, a port) on the node agent of the
+// running instance named in the request (a VirtualMachine's calls reach its instance of the same
+// name). Errors before the upgrade are Status answers; once streaming, the close frame says why the
+// stream ended.
+func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath string) {
+	h.streams.Add(1)
+	defer h.streams.Done()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	go func() { // owned: ends with ctx at the latest
+		select {
+		case <-h.Stopping:
+			cancel(errShuttingDown)
+		case <-ctx.Done():
+		}
+	}()
+	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	vmi, err := h.runningInstance(ctx, key)
+	var agent *websocket.Conn
+	if err == nil {
+		agent, err = h.Agents.Dial(ctx, vmi, strings.NewReplacer("{namespace}", key.Namespace, "{name}", key.Name).Replace(agentPath))
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	client, err := console.Upgrade(w, r)
+	if err != nil {
+		_ = agent.Close() // Upgrade answered the client
+		return
+	}
+	_ = console.Serve(ctx, client, console.NewConn(agent))
+}
+
+// Wait returns once every stream has ended (after Stopping is closed, they end promptly).
+func (h *Handlers) Wait() { h.streams.Wait() }

@@ -1,0 +1,148 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"libvirt.org/go/libvirt"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+)
+
+// reboot presses the ACPI power button for a reboot: libvirt lets the guest power off, then resets
+// and resumes it, so the domain (and this launcher) keeps running. A paused guest cannot see the
+// button, so it is refused.
+func (g *guest) reboot() error {
+	state, _, err := g.dom.GetState()
+	if err != nil {
+		return fmt.Errorf("domain state: %w", err)
+	}
+	if state != libvirt.DOMAIN_RUNNING && state != libvirt.DOMAIN_BLOCKED {
+		return fmt.Errorf("the guest is %s, not running: it cannot be rebooted", strings.ToLower(string(stateOf(state))))
+	}
+	if g.shutdownReq {
+		return errors.New("the guest is shutting down")
+	}
+	if err := g.dom.Reboot(libvirt.DOMAIN_REBOOT_ACPI_POWER_BTN); err != nil {
+		return fmt.Errorf("acpi reboot: %w", err)
+	}
+	return nil
+}
+
+// forward returns the loopback port of the Pod that reaches the guest's TCP port: the port itself
+// when the VMI declares it (its host forward listens on every address of the Pod), else a host
+// forward added now on a free loopback port, kept for later calls.
+func (g *guest) forward(port int) (int, error) {
+	if local, ok := g.forwards[port]; ok {
+		return local, nil
+	}
+	if g.netdev == "" {
+		return 0, errors.New("the guest has no network interface")
+	}
+	local, err := freeLoopbackPort()
+	if err != nil {
+		return 0, err
+	}
+	cmd := fmt.Sprintf("hostfwd_add %s tcp:127.0.0.1:%d-:%d", g.netdev, local, port)
+	out, err := g.dom.QemuMonitorCommand(cmd, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_HMP)
+	if err == nil && strings.TrimSpace(out) != "" { // HMP reports failures as text
+		err = errors.New(strings.TrimSpace(out))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("forward guest port %d: %w", port, err)
+	}
+	g.forwards[port] = local
+	return local, nil
+}
+
+// freeLoopbackPort is a TCP port nobody listens on at 127.0.0.1 in the Pod.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free loopback port: %w", err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portForward serves GET PathPortForward{port}: it connects to the guest's port, answers 101 and
+// then copies bytes both ways until either side closes.
+func portForward(g *guest) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		port, err := strconv.Atoi(r.PathValue("port"))
+		if err != nil || port < 1 || port > 65535 {
+			writeJSON(w, http.StatusBadRequest, launcherv1.Error{Message: fmt.Sprintf("port: %q is not a port number (1-65535)", r.PathValue("port"))})
+			return
+		}
+		if !strings.EqualFold(r.Header.Get("Upgrade"), launcherv1.UpgradeTCP) {
+			writeJSON(w, http.StatusBadRequest, launcherv1.Error{Message: "port-forward needs Connection: Upgrade, Upgrade: " + launcherv1.UpgradeTCP})
+			return
+		}
+		var local int
+		if err := g.do(r.Context(), request{op: opForward, port: port, local: &local}); err != nil {
+			writeError(w, err)
+			return
+		}
+		var d net.Dialer
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		guestConn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(local)))
+		cancel()
+		if err != nil {
+			writeJSON(w, http.StatusBadGateway, launcherv1.Error{Message: fmt.Sprintf("connect to guest port %d: %v", port, err)})
+			return
+		}
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			_ = guestConn.Close()
+			writeJSON(w, http.StatusInternalServerError, launcherv1.Error{Message: "hijack: " + err.Error()})
+			return
+		}
+		_, err = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + launcherv1.UpgradeTCP + "\r\n\r\n")
+		if err == nil {
+			err = buf.Flush()
+		}
+		if err != nil {
+			_ = guestConn.Close()
+			_ = conn.Close()
+			return
+		}
+		pipe(conn, buf.Reader, guestConn)
+	}
+}
+
+// pipe copies client (whose buffered bytes are in pending) and guest into each other until both
+// directions end, then closes both.
+func pipe(client net.Conn, pending io.Reader, guest net.Conn) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(guest, pending)
+		closeWrite(guest)
+	}()
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(client, guest)
+		closeWrite(client)
+	}()
+	wg.Wait()
+	_ = client.Close()
+	_ = guest.Close()
+}
+
+// closeWrite half-closes conn when it can (the peer sees EOF and may still answer), else closes it.
+func closeWrite(conn net.Conn) {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = conn.Close()
+}
