@@ -7,14 +7,16 @@ import (
 	"sync"
 )
 
-// viewerBuffer is how many output chunks a viewer may lag behind before it is dropped.
-const viewerBuffer = 256
+// viewerBuffer is how many bytes of output a viewer may lag behind before it is dropped. Output
+// waiting for a viewer is kept as one buffer, so a burst of small chunks (a booting guest) leaves
+// as a few large frames instead of queueing one frame per chunk.
+const viewerBuffer = 1 << 20
 
 var errTooSlow = errors.New(ReasonTooSlow)
 
 // Hub shares serial consoles among viewers: one connection to each console's socket, its output
 // sent to every viewer, every viewer's input written to it (KubeVirt allows one viewer and evicts
-// the previous one). A viewer that lags viewerBuffer chunks behind is dropped, so a slow reader
+// the previous one). A viewer that lags viewerBuffer bytes behind is dropped, so a slow reader
 // never makes the agent buffer without bound.
 type Hub struct {
 	mu       sync.Mutex
@@ -34,11 +36,15 @@ type shared struct {
 // Viewer is one viewer of a shared console: an io.ReadWriteCloser for Serve.
 type Viewer struct {
 	console *shared
-	out     chan []byte
 	closed  chan struct{}
 	once    sync.Once
-	tooSlow bool
+	// ready holds a token while there is output to read or the viewer's output ended.
+	ready chan struct{}
+
+	mu      sync.Mutex
 	pending []byte
+	ended   bool // no more output: the console closed, or the viewer was dropped (tooSlow)
+	tooSlow bool
 }
 
 // Join adds a viewer to the console under key, connecting to it with dial when nobody views it yet.
@@ -58,7 +64,7 @@ func (h *Hub) Join(key string, dial func() (net.Conn, error)) (*Viewer, error) {
 		h.consoles[key] = c
 		go c.pump()
 	}
-	v := &Viewer{console: c, out: make(chan []byte, viewerBuffer), closed: make(chan struct{})}
+	v := &Viewer{console: c, ready: make(chan struct{}, 1), closed: make(chan struct{})}
 	c.mu.Lock()
 	c.viewers[v] = struct{}{}
 	c.mu.Unlock()
@@ -85,15 +91,10 @@ func (c *shared) pump() {
 	for {
 		n, err := c.conn.Read(buf)
 		if n > 0 {
-			chunk := append([]byte(nil), buf[:n]...)
 			c.mu.Lock()
 			for v := range c.viewers {
-				select {
-				case v.out <- chunk:
-				default:
-					v.tooSlow = true
+				if !v.offer(buf[:n]) {
 					delete(c.viewers, v)
-					close(v.out)
 				}
 			}
 			c.mu.Unlock()
@@ -102,7 +103,7 @@ func (c *shared) pump() {
 			c.mu.Lock()
 			for v := range c.viewers {
 				delete(c.viewers, v)
-				close(v.out)
+				v.end(false)
 			}
 			c.mu.Unlock()
 			c.hub.forget(c)
@@ -120,25 +121,64 @@ func (h *Hub) forget(c *shared) {
 	_ = c.conn.Close()
 }
 
+// offer appends output for the viewer; false (and the viewer's output ends) when that would put
+// it more than viewerBuffer bytes behind.
+func (v *Viewer) offer(data []byte) bool {
+	v.mu.Lock()
+	if len(v.pending)+len(data) > viewerBuffer {
+		v.mu.Unlock()
+		v.end(true)
+		return false
+	}
+	v.pending = append(v.pending, data...)
+	v.mu.Unlock()
+	v.signal()
+	return true
+}
+
+// end marks the viewer's output as ended (tooSlow: it was dropped).
+func (v *Viewer) end(tooSlow bool) {
+	v.mu.Lock()
+	v.ended, v.tooSlow = true, v.tooSlow || tooSlow
+	v.mu.Unlock()
+	v.signal()
+}
+
+func (v *Viewer) signal() {
+	select {
+	case v.ready <- struct{}{}:
+	default:
+	}
+}
+
 // Read returns the console's output; io.EOF when the console closed, errTooSlow when dropped.
 func (v *Viewer) Read(p []byte) (int, error) {
-	if len(v.pending) == 0 {
+	for {
+		v.mu.Lock()
+		n := copy(p, v.pending)
+		v.pending = v.pending[n:]
+		if len(v.pending) == 0 {
+			v.pending = nil // let a burst's buffer go
+		}
+		ended, tooSlow, more := v.ended, v.tooSlow, len(v.pending) > 0
+		v.mu.Unlock()
+		switch {
+		case more:
+			v.signal()
+			return n, nil
+		case n > 0:
+			return n, nil
+		case ended && tooSlow:
+			return 0, errTooSlow
+		case ended:
+			return 0, io.EOF
+		}
 		select {
-		case chunk, ok := <-v.out:
-			if !ok {
-				if v.tooSlow {
-					return 0, errTooSlow
-				}
-				return 0, io.EOF
-			}
-			v.pending = chunk
+		case <-v.ready:
 		case <-v.closed:
 			return 0, io.EOF
 		}
 	}
-	n := copy(p, v.pending)
-	v.pending = v.pending[n:]
-	return n, nil
 }
 
 // Write sends the viewer's input to the console.
@@ -156,7 +196,7 @@ func (v *Viewer) Close() error {
 		c.mu.Lock()
 		if _, ok := c.viewers[v]; ok {
 			delete(c.viewers, v)
-			close(v.out)
+			v.end(false)
 		}
 		last := len(c.viewers) == 0
 		c.mu.Unlock()

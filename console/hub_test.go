@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,22 @@ func TestHubSharesOneConsole(t *testing.T) {
 	assert.Error(t, err, "the last viewer to leave disconnects from the console")
 }
 
+func TestHubCoalescesABurstForASlowReader(t *testing.T) {
+	dial, far, _ := guest(t)
+	h := &Hub{}
+	v, err := h.Join("ns/vm", dial)
+	require.NoError(t, err)
+	for range 1000 { // a booting guest's many small writes, while the viewer reads nothing
+		_, err := far.Write([]byte("ab"))
+		require.NoError(t, err)
+	}
+	buf := make([]byte, 2000)
+	n, err := io.ReadFull(v, buf)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Repeat("ab", 1000), string(buf[:n]), "all the output, in order, none dropped")
+	require.NoError(t, v.Close())
+}
+
 func TestHubDropsASlowViewer(t *testing.T) {
 	dial, far, _ := guest(t)
 	h := &Hub{}
@@ -65,12 +82,12 @@ func TestHubDropsASlowViewer(t *testing.T) {
 	require.NoError(t, err)
 	fast, err := h.Join("ns/vm", dial)
 	require.NoError(t, err)
-	// Twice the buffer while slow reads nothing: it overflows at chunk viewerBuffer+1, well before the
-	// writes end (the last chunks racing a reader could otherwise still fit).
-	for i := 0; i < 2*viewerBuffer; i++ {
-		_, err := far.Write([]byte("o"))
+	// Twice the buffer while slow reads nothing: it overflows halfway, well before the writes end.
+	chunk := strings.Repeat("o", bufferSize)
+	for i := 0; i < 2*viewerBuffer/bufferSize; i++ {
+		_, err := far.Write([]byte(chunk))
 		require.NoError(t, err)
-		assert.Equal(t, "o", readN(t, fast, 1), "the fast viewer keeps up")
+		assert.Equal(t, chunk, readN(t, fast, bufferSize), "the fast viewer keeps up")
 	}
 	// slow is dropped with a reason, not buffered forever: it reads what was queued, then errTooSlow.
 	result := make(chan error, 1)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -18,7 +19,10 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/localcluster"
+	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -50,17 +54,18 @@ func BenchmarkConsole(b *testing.B) {
 		return err == nil && vmi.Status.Phase == virtv1.Running, err
 	})
 
+	f.Eventually("the guest's boot finished", 3*time.Minute, func(context.Context) (bool, error) {
+		return strings.Contains(f.PodLogs(vmi.Status.LauncherPod, launcherv1.ConsoleLogContainer), userDataExited), nil
+	})
 	c := openConsole(b, f)
 	c.typeUntil(b, "\n", "# ", 40) // the guest's shell is up
-	consoleRTT := c.roundTrips(b, n)
-	execRTT := execRoundTrips(b, f, "cat", n)
-	fmt.Fprintf(out, "\nround trip of one byte, %d samples:\n%s\n", n, rttTable(consoleRTT, execRTT))
-
+	consoleRTT, execRTT := roundTrips(b, c, startExecCat(b, f, "cat"), n)
 	bytesOut, took := c.throughput(b, 2000)
+	_ = c.ws.Close() // the last viewer leaves: the node agent lets go of the serial socket
+	socketRTT := socketRoundTrips(b, f, vmi, n)
+	fmt.Fprintf(out, "\nround trip of one byte, %d samples:\n%s\n", n, rttTable(consoleRTT, execRTT, socketRTT))
 	fmt.Fprintf(out, "guest output through the chain: %d bytes in %s = %.3f MB/s (the guest's emulated UART under TCG is the limit, not the chain)\n",
 		bytesOut, took.Round(time.Millisecond), float64(bytesOut)/took.Seconds()/1e6)
-
-	_ = c.ws.Close()
 	fmt.Fprintf(out, "\nmemory (cgroup working set):\n%s\n", consoleMemory(b, f, 20))
 }
 
@@ -69,6 +74,7 @@ type benchConsole struct {
 	ws     *websocket.Conn
 	frames chan frame
 	seen   bytes.Buffer
+	ended  error // why the reader stopped, once frames is closed
 }
 
 type frame struct {
@@ -88,6 +94,7 @@ func openConsole(b *testing.B, f *framework.Framework) *benchConsole {
 		for {
 			_, data, err := ws.ReadMessage()
 			if err != nil {
+				c.ended = err
 				return
 			}
 			c.frames <- frame{data, time.Now()}
@@ -123,7 +130,7 @@ func (c *benchConsole) waitFor(b *testing.B, want string, timeout time.Duration)
 		select {
 		case fr, ok := <-c.frames:
 			if !ok {
-				b.Fatalf("the console closed; it said %q", c.seen.String())
+				b.Fatalf("the console closed (%v); it said %q", c.ended, tailOf(c.seen.String(), 300))
 			}
 			c.seen.Write(fr.data)
 			if strings.Contains(c.seen.String(), want) {
@@ -148,24 +155,33 @@ func (c *benchConsole) typeUntil(b *testing.B, input, want string, attempts int)
 	b.Fatalf("no %q on the console after typing %q %d times", want, input, attempts)
 }
 
+func tailOf(s string, n int) string { return s[max(0, len(s)-n):] }
+
 // roundTrips types one byte at a time and times its echo; every 40 bytes the line is submitted
 // (the shell answers "not found" and a prompt) so it stays short.
-func (c *benchConsole) roundTrips(b *testing.B, n int) []time.Duration {
+func (c *benchConsole) sample(b *testing.B, i int) time.Duration {
 	b.Helper()
-	out := make([]time.Duration, 0, n)
+	sent := c.send(b, "x")
+	at, ok := c.waitFor(b, "x", 10*time.Second)
+	if !ok {
+		b.Fatalf("console sample %d: no echo within 10 s", i+1)
+	}
+	if (i+1)%40 == 0 {
+		c.typeUntil(b, "\n", "# ", 5)
+	}
+	return at.Sub(sent)
+}
+
+// roundTrips takes n samples of the console and of exec alternately, so that whatever else the
+// machine does weighs on both alike.
+func roundTrips(b *testing.B, c *benchConsole, e *execCat, n int) (console, exec []time.Duration) {
+	b.Helper()
 	for i := range n {
-		sent := c.send(b, "x")
-		at, ok := c.waitFor(b, "x", 10*time.Second)
-		if !ok {
-			b.Fatalf("sample %d: no echo within 10 s", i+1)
-		}
-		out = append(out, at.Sub(sent))
-		if (i+1)%40 == 0 {
-			c.typeUntil(b, "\n", "# ", 5)
-		}
+		console = append(console, c.sample(b, i))
+		exec = append(exec, e.sample(b, i))
 	}
 	c.typeUntil(b, "\n", "# ", 5)
-	return out
+	return console, exec
 }
 
 // throughput has the guest print lines of 70 bytes and times them until the end marker arrives.
@@ -180,7 +196,7 @@ func (c *benchConsole) throughput(b *testing.B, lines int) (int, time.Duration) 
 		select {
 		case fr, ok := <-c.frames:
 			if !ok {
-				b.Fatal("the console closed during the throughput run")
+				b.Fatalf("the console closed during the throughput run: %v", c.ended)
 			}
 			total += len(fr.data)
 			c.seen.Write(fr.data)
@@ -198,9 +214,15 @@ func (c *benchConsole) throughput(b *testing.B, lines int) (int, time.Duration) 
 	}
 }
 
-// execRoundTrips runs `cat` in the probe Pod through the kube-apiserver's exec (as kubectl exec)
-// and times one byte written to its stdin until it comes back on its stdout.
-func execRoundTrips(b *testing.B, f *framework.Framework, pod string, n int) []time.Duration {
+// execCat is `cat` running in the probe Pod through the kube-apiserver's exec (client-go's
+// remotecommand, as kubectl exec): one byte written to its stdin comes back on its stdout.
+type execCat struct {
+	stdin  *io.PipeWriter
+	stdout *timedWriter
+	done   chan error
+}
+
+func startExecCat(b *testing.B, f *framework.Framework, pod string) *execCat {
 	b.Helper()
 	req := f.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(f.Namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: "probe", Command: []string{"/probe", "cat"}, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
@@ -209,29 +231,30 @@ func execRoundTrips(b *testing.B, f *framework.Framework, pod string, n int) []t
 		b.Fatal(err)
 	}
 	stdinR, stdinW := io.Pipe()
-	stdout := &timedWriter{frames: make(chan frame, 1024)}
+	e := &execCat{stdin: stdinW, stdout: &timedWriter{frames: make(chan frame, 1024)}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(f.Context())
-	done := make(chan error, 1)
 	go func() {
-		done <- exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: stdout, Stderr: io.Discard})
+		e.done <- exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: e.stdout, Stderr: io.Discard})
 	}()
-	defer func() { _ = stdinW.Close(); cancel(); <-done }()
-	out := make([]time.Duration, 0, n)
-	for i := range n {
-		sent := time.Now()
-		if _, err := stdinW.Write([]byte("x")); err != nil {
-			b.Fatalf("exec sample %d: %v", i+1, err)
-		}
-		select {
-		case fr := <-stdout.frames:
-			out = append(out, fr.at.Sub(sent))
-		case err := <-done:
-			b.Fatalf("exec ended: %v", err)
-		case <-time.After(10 * time.Second):
-			b.Fatalf("exec sample %d: no echo within 10 s", i+1)
-		}
+	b.Cleanup(func() { _ = stdinW.Close(); cancel(); <-e.done })
+	return e
+}
+
+func (e *execCat) sample(b *testing.B, i int) time.Duration {
+	b.Helper()
+	sent := time.Now()
+	if _, err := e.stdin.Write([]byte("x")); err != nil {
+		b.Fatalf("exec sample %d: %v", i+1, err)
 	}
-	return out
+	select {
+	case fr := <-e.stdout.frames:
+		return fr.at.Sub(sent)
+	case err := <-e.done:
+		b.Fatalf("exec ended: %v", err)
+	case <-time.After(10 * time.Second):
+		b.Fatalf("exec sample %d: no echo within 10 s", i+1)
+	}
+	return 0
 }
 
 // timedWriter hands each write to frames with its time.
@@ -242,14 +265,63 @@ func (w *timedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func rttTable(console, exec []time.Duration) string {
-	cs, es := durations("console (virt-api)", console), durations("kubectl exec cat", exec)
+func rttTable(console, exec, socket []time.Duration) string {
+	cs, es := durations("console through virt-api", console), durations("kubectl exec cat", exec)
+	ss := durations("the guest's serial socket itself", socket)
 	t := &table{}
 	t.add("path", "n", "P50 s", "P95 s", "min s", "max s")
 	t.add(distRow(cs, "%.4f")...)
 	t.add(distRow(es, "%.4f")...)
+	t.add(distRow(ss, "%.4f")...)
 	t.add("ratio console/exec", "", ratio(cs, es, 50), ratio(cs, es, 95), "", "")
 	return t.String() + "goal: P50 and P95 ratios ≤ 1.2\n"
+}
+
+// socketRoundTrips times the guest's echo at its serial socket, from the node (as the node agent
+// reaches it): what the guest and qemu take, without the chain in front.
+func socketRoundTrips(b *testing.B, f *framework.Framework, vmi *virtv1.VirtualMachineInstance, n int) []time.Duration {
+	b.Helper()
+	pod := &corev1.Pod{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: vmi.Namespace, Name: vmi.Status.LauncherPod}, pod); err != nil {
+		b.Fatal(err)
+	}
+	dir := launcherv1.HostPrivateDir(localcluster.DefaultConfig().KubeletRootDir, string(pod.UID))
+	var conn net.Conn
+	f.Eventually("the serial socket free", time.Minute, func(ctx context.Context) (bool, error) {
+		c, err := launcherclient.DialSocket(ctx, dir, launcherv1.SerialSocket)
+		conn = c
+		return err == nil, err
+	})
+	defer conn.Close()
+	buf := make([]byte, 4096)
+	echo := func() (time.Duration, error) {
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		sent := time.Now()
+		if _, err := conn.Write([]byte("x")); err != nil {
+			return 0, err
+		}
+		for {
+			k, err := conn.Read(buf)
+			if err != nil {
+				return 0, err
+			}
+			if bytes.IndexByte(buf[:k], 'x') >= 0 {
+				return time.Since(sent), nil
+			}
+		}
+	}
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		d, err := echo()
+		if err != nil {
+			b.Fatalf("serial socket sample %d: %v", i+1, err)
+		}
+		out = append(out, d)
+		if (i+1)%40 == 0 {
+			_, _ = conn.Write([]byte("\n"))
+		}
+	}
+	return out
 }
 
 // consoleMemory reads virt-api's and the node agent's working set, opens n consoles (each reading),
@@ -292,11 +364,11 @@ func componentMemory(b *testing.B, f *framework.Framework) map[string]int64 {
 		if err != nil {
 			b.Fatal(err)
 		}
-		m, err := readPodMemory(dir)
+		ws, err := cgroupWorkingSet(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out[name] = m.workingSet()
+		out[name] = ws
 	}
 	return out
 }

@@ -48,6 +48,30 @@ func (m memorySample) soleOverhead() int64 {
 	return m.fixedOverhead() + max(0, m.filesOnce-m.mappedFile)
 }
 
+// readCgroupMemory reads the cgroup's own accounting (usage and memory.stat).
+func readCgroupMemory(dir string) (memorySample, error) {
+	var m memorySample
+	usage, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+	if err != nil {
+		return m, fmt.Errorf("read pod memory usage: %w", err)
+	}
+	if m.usage, err = strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64); err != nil {
+		return m, fmt.Errorf("parse %s/memory.usage_in_bytes: %w", dir, err)
+	}
+	stat, err := readKeyValues(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return m, err
+	}
+	m.rss, m.cache, m.mappedFile, m.inactiveFile = stat["total_rss"], stat["total_cache"], stat["total_mapped_file"], stat["total_inactive_file"]
+	return m, nil
+}
+
+// cgroupWorkingSet is the working set of the Pod cgroup dir (any Pod, not only a launcher's).
+func cgroupWorkingSet(dir string) (int64, error) {
+	m, err := readCgroupMemory(dir)
+	return m.workingSet(), err
+}
+
 // podMemoryCgroup finds the memory cgroup of the Pod with uid.
 func podMemoryCgroup(uid string) (string, error) {
 	for _, pattern := range []string{"kubepods/pod" + uid, "kubepods/*/pod" + uid} {
@@ -64,19 +88,10 @@ func podMemoryCgroup(uid string) (string, error) {
 
 // readPodMemory reads the memory of the Pod whose memory cgroup is dir.
 func readPodMemory(dir string) (memorySample, error) {
-	var m memorySample
-	usage, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
-	if err != nil {
-		return m, fmt.Errorf("read pod memory usage: %w", err)
-	}
-	if m.usage, err = strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64); err != nil {
-		return m, fmt.Errorf("parse %s/memory.usage_in_bytes: %w", dir, err)
-	}
-	stat, err := readKeyValues(filepath.Join(dir, "memory.stat"))
+	m, err := readCgroupMemory(dir)
 	if err != nil {
 		return m, err
 	}
-	m.rss, m.cache, m.mappedFile, m.inactiveFile = stat["total_rss"], stat["total_cache"], stat["total_mapped_file"], stat["total_inactive_file"]
 	pids, err := cgroupPIDs(dir)
 	if err != nil {
 		return m, err
