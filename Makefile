@@ -20,9 +20,9 @@ build: deps ## Build every binary into bin/
 	go build -o $(BIN)/ ./cmd/...
 
 .PHONY: deps
-deps: ## Install the Debian packages the build needs (cgo for the launcher: libvirt-dev, pkg-config)
-	@if [ "$$(dpkg-query -W -f='$${Status}\n' libvirt-dev pkg-config gcc 2>/dev/null | grep -c 'ok installed')" != 3 ]; then \
-	  flock /var/lib/podvirt-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libvirt-dev pkg-config gcc'; fi
+deps: ## Install the Debian packages the build needs (cgo for the launcher: libvirt-dev, pkg-config; tmux for the e2e tests' real terminal)
+	@if [ "$$(dpkg-query -W -f='$${Status}\n' libvirt-dev pkg-config gcc tmux 2>/dev/null | grep -c 'ok installed')" != 4 ]; then \
+	  flock /var/lib/podvirt-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libvirt-dev pkg-config gcc tmux'; fi
 
 # Every build tag used in the tree (e2e, bench, launcher, guestboot …): lint compiles and vets the code
 # behind each, so tests and benchmarks that make test does not run cannot rot unseen.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the local cluster (called by `make demo` after the cluster is up, images are
-# imported and Podvirt is deployed): start KubeVirt's own vm-cirros example, unchanged, the way the
-# seed does (kubectl patch … running:true), wait for its instance to run and show its serial console.
+# imported and Podvirt is deployed): start KubeVirt's own vm-cirros example, unchanged, with
+# `virtctl start --wait`, show its serial console log, then run a command in its console with virtctl.
 set -euo pipefail
-: "${KUBECTL:?}" "${KUBECONFIG:?}"
+: "${KUBECTL:?}" "${KUBECONFIG:?}" "${VIRTCTL:?}"
 k() { "$KUBECTL" "$@" 2> >(grep -v 'WARNING: version difference\|deprecated; use kubevirt.io/v1' >&2); }
 
 k -n podvirt rollout status deployment/virt-controller --timeout=3m
@@ -11,9 +11,8 @@ k -n podvirt rollout status daemonset/virt-handler --timeout=3m
 k -n podvirt rollout status deployment/virt-api --timeout=3m
 
 k apply -f examples/vm-cirros.yaml
-k patch virtualmachine vm-cirros --type merge -p '{"spec":{"running":true}}'
-echo "demo: waiting for vm-cirros to run (software emulation on this machine)"
-k wait vmi/vm-cirros --for=jsonpath='{.status.phase}'=Running --timeout=5m
+echo "demo: \$ virtctl start vm-cirros --wait   (software emulation on this machine)"
+"$VIRTCTL" start vm-cirros --wait
 k get vm,vmi vm-cirros
 
 pod=$(k get vmi vm-cirros -o jsonpath='{.status.launcherPod}')
@@ -33,11 +32,15 @@ if [ "$userdata" != yes ]; then
   echo "demo: look at the console above, 'kubectl describe vmi vm-cirros' and 'make cluster-logs'." >&2
   exit 1
 fi
+echo
+echo "demo: \$ echo 'uname -a' | virtctl console vm-cirros --expect 'Linux .*\n'"
+printf '\nuname -a\n' | "$VIRTCTL" console vm-cirros --expect 'Linux .*\n' --timeout 2
+echo
 cat <<MSG
 demo: vm-cirros runs. Try:
-  export KUBECONFIG=$KUBECONFIG
+  export KUBECONFIG=$KUBECONFIG PATH=$(dirname "$VIRTCTL"):\$PATH
+  virtctl console vm-cirros               # interactive; leave with Ctrl+]
   kubectl get vm,vmi                      # STATUS, PHASE, IP
-  kubectl describe vm vm-cirros           # conditions and events
-  kubectl patch vm vm-cirros --type merge -p '{"spec":{"running":false}}'   # stop it
+  virtctl stop vm-cirros --wait           # stop it
   make cluster-down                       # remove the local cluster
 MSG

@@ -76,10 +76,10 @@ cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed one
 	$(MAKE) --no-print-directory deploy
 
 .PHONY: e2e
-e2e: cluster-ensure-up images ## Bring the cluster up if absent (left up), build+import images, deploy, run the e2e tests
+e2e: cluster-ensure-up images virtctl ## Bring the cluster up if absent (left up), build+import images, deploy, run the e2e tests
 	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
 	$(MAKE) --no-print-directory deploy
-	KUBECONFIG=$(CLUSTER_KUBECONFIG) PODVIRT_KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl $(HEAVY) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./tests/...
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) PODVIRT_KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl PODVIRT_VIRTCTL=$(VIRTCTL) $(HEAVY) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./tests/...
 
 .PHONY: push push-check
 push-check:

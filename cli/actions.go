@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// ActionOptions are pause, unpause, softreboot and migrate: one subresource call on a running
+// instance (pause/unpause take `vm NAME` or `vmi NAME`, as KubeVirt's virtctl; both reach the
+// instance of that name).
+type ActionOptions struct {
+	genericiooptions.IOStreams
+	kube *genericclioptions.ConfigFlags
+	sub  string
+	// kinds says whether the command takes "vm|vmi NAME" (true) or just NAME.
+	kinds bool
+
+	Name   string
+	DryRun bool
+
+	c *clients
+}
+
+func newActionCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, sub string, kinds bool, short string) *cobra.Command {
+	o := &ActionOptions{IOStreams: streams, kube: kube, sub: sub, kinds: kinds}
+	use, args := sub+" NAME", cobra.ExactArgs(1)
+	if kinds {
+		use, args = sub+" (vm|vmi) NAME", cobra.ExactArgs(2)
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	if sub != "softreboot" {
+		cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Validate the request without changing anything")
+	}
+	return cmd
+}
+
+func newPauseCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
+	return newActionCommand(kube, s, "pause", true, "Pause a running virtual machine (its clock stops)")
+}
+
+func newUnpauseCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
+	return newActionCommand(kube, s, "unpause", true, "Resume a paused virtual machine")
+}
+
+func newSoftRebootCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
+	return newActionCommand(kube, s, "softreboot", false, "Reboot a running instance through ACPI (the instance stays)")
+}
+
+func newMigrateCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
+	return newActionCommand(kube, s, "migrate", false, "Ask for a live migration of a running virtual machine")
+}
+
+// Complete reads the arguments, checking the kind.
+func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[len(args)-1]
+	if o.kinds && args[0] != "vm" && args[0] != "vmi" {
+		return usageError(cmd, "the first argument must be vm or vmi, got %q", args[0])
+	}
+	return nil
+}
+
+// Run makes the call.
+func (o *ActionOptions) Run(ctx context.Context) error {
+	c, err := newClients(o.kube)
+	if err != nil {
+		return err
+	}
+	o.c = c
+	var dry []string
+	if o.DryRun {
+		dry = []string{metav1.DryRunAll}
+	}
+	resource, body := resourceVMI, any(struct{}{})
+	switch o.sub {
+	case "pause":
+		body = subv1.PauseOptions{DryRun: dry}
+	case "unpause":
+		body = subv1.UnpauseOptions{DryRun: dry}
+	case "migrate":
+		resource, body = resourceVM, subv1.MigrateOptions{DryRun: dry}
+	}
+	if err := o.c.put(ctx, resource, o.Name, o.sub, body); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "VMI %s was scheduled to %s\n", o.Name, o.sub)
+	return nil
+}
+
+// completeNames completes NAME with the VMs or instances of the namespace.
+func completeNames(kube *genericclioptions.ConfigFlags, resource string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := newClients(kube)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var names []string
+		if resource == resourceVM {
+			list := &virtv1.VirtualMachineList{}
+			if err := c.client.List(cmd.Context(), list, client.InNamespace(c.namespace)); err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			for _, vm := range list.Items {
+				names = append(names, vm.Name)
+			}
+		} else {
+			list := &virtv1.VirtualMachineInstanceList{}
+			if err := c.client.List(cmd.Context(), list, client.InNamespace(c.namespace)); err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			for _, vmi := range list.Items {
+				names = append(names, vmi.Name)
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}

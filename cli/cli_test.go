@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/podvirt/podvirt/console"
+)
+
+// run executes the root command with args and no cluster: flag errors must come before any request.
+func run(t *testing.T, name string, args ...string) (string, error) {
+	t.Helper()
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	cmd := NewCommand(name, streams)
+	cmd.SetArgs(append(args, "--kubeconfig=/nonexistent"))
+	cmd.SetOut(out)
+	cmd.SetErr(out)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestFlagErrorsComeFirst(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stop", "vm", "--force"}, "virtctl stop: --force needs --grace-period"},
+		{[]string{"restart", "vm", "--grace-period=3"}, "virtctl restart: --grace-period is only used with --force"},
+		{[]string{"start", "vm", "--wait", "--dry-run"}, "--wait and --dry-run do not go together"},
+		{[]string{"start", "vm", "--timeout=0s"}, "--timeout must be positive"},
+		{[]string{"console", "vm", "--escape", "ab"}, `--escape: "ab" is not ^X or a single character`},
+		{[]string{"console", "vm", "--expect", "("}, "--expect: error parsing regexp"},
+		{[]string{"console", "vm", "--timeout", "0"}, "--timeout must be a positive number of minutes"},
+		{[]string{"pause", "vmx", "vm"}, `the first argument must be vm or vmi, got "vmx"`},
+		{[]string{"pause", "vm"}, "accepts 2 arg(s), received 1"},
+		{[]string{"start"}, "accepts 1 arg(s), received 0"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := run(t, "virtctl", tc.args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, ExitError, ExitCode(err))
+		})
+	}
+}
+
+func TestKubectlPluginNameInHelpAndErrors(t *testing.T) {
+	assert.Equal(t, "kubectl virt", CommandName("/usr/local/bin/kubectl-virt"))
+	assert.Equal(t, "virtctl", CommandName("./virtctl"))
+	out, err := run(t, "kubectl virt", "--help")
+	require.NoError(t, err)
+	assert.Contains(t, out, "kubectl virt [command]")
+	_, err = run(t, "kubectl virt", "stop", "vm", "--force")
+	assert.ErrorContains(t, err, "see 'kubectl virt stop --help'")
+}
+
+func TestParseEscape(t *testing.T) {
+	for in, want := range map[string]byte{"^]": 29, "^C": 3, "q": 'q'} {
+		got, err := parseEscape(in)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, in)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	assert.Equal(t, ExitOK, ExitCode(nil))
+	assert.Equal(t, ExitTimeout, ExitCode(timeout(assert.AnError)))
+	assert.Equal(t, ExitError, ExitCode(assert.AnError))
+}
+
+// guest serves one console websocket that echoes input and prints a banner first.
+func guest(t *testing.T) *websocket.Conn {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := console.Upgrade(w, r)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		_ = ws.WriteMessage(websocket.BinaryMessage, []byte("login: "))
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			_ = ws.WriteMessage(websocket.BinaryMessage, append([]byte("echo:"), data...))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ws, _, err := console.Dialer().Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	return ws
+}
+
+func TestSessionExpectAndEscape(t *testing.T) {
+	var out bytes.Buffer
+	input := make(chan []byte, 1)
+	input <- []byte("uname\n")
+	close(input)
+	s := &session{ws: guest(t), out: &out, expect: regexp.MustCompile(`echo:uname`)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.run(ctx, input, 0))
+	assert.True(t, s.matched, "output %q", out.String())
+	assert.Contains(t, out.String(), "login: ")
+
+	out.Reset()
+	input = make(chan []byte, 1)
+	input <- []byte("ls\x1drest")
+	s = &session{ws: guest(t), out: &out}
+	require.NoError(t, s.run(ctx, input, 29))
+	assert.True(t, s.userEnded, "the escape key ends the session")
+}

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	"github.com/podvirt/podvirt/internal/scheme"
+)
+
+// Resource names in subresource paths.
+const (
+	resourceVM  = "virtualmachines"
+	resourceVMI = "virtualmachineinstances"
+)
+
+// clients is what a command reaches the cluster with, from the kubeconfig flags.
+type clients struct {
+	namespace string
+	config    *rest.Config
+	// client reads and watches kubevirt.io objects.
+	client client.WithWatch
+	// rest calls subresources.kubevirt.io by path.
+	rest rest.Interface
+}
+
+func newClients(kube *genericclioptions.ConfigFlags) (*clients, error) {
+	cfg, err := kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig namespace: %w", err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	return &clients{namespace: ns, config: cfg, client: c, rest: cs.Discovery().RESTClient()}, nil
+}
+
+// subresourcePath is the path of name's subresource sub (resource: virtualmachines or
+// virtualmachineinstances) in the clients' namespace.
+func (c *clients) subresourcePath(resource, name, sub string) string {
+	return "/apis/" + subv1.GroupName + "/v1/namespaces/" + c.namespace + "/" + resource + "/" + name + "/" + sub
+}
+
+// put calls a subresource with body (JSON); the server's refusal comes back as its Status error.
+func (c *clients) put(ctx context.Context, resource, name, sub string, body any) error {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encode the %s request: %w", sub, err)
+	}
+	return c.rest.Put().AbsPath(c.subresourcePath(resource, name, sub)).Body(raw).Do(ctx).Error()
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"regexp"
+	"sync"
+
+	"github.com/gorilla/websocket"
+)
+
+// maxExpectBuffer bounds the output kept to match --expect against.
+const maxExpectBuffer = 1 << 20
+
+// session is one console connection: input chunks to the guest, the guest's output to out.
+type session struct {
+	ws     *websocket.Conn
+	out    io.Writer
+	expect *regexp.Regexp
+
+	// Outcome, read after run returns.
+	userEnded   bool // the escape key
+	inputEnded  bool // stdin ended
+	matched     bool // --expect matched
+	closeReason string
+
+	seen bytes.Buffer
+}
+
+// run pipes until the escape key (when escape is not 0), the input's end, an --expect match, the
+// server closing the stream, or ctx's end. Both directions are joined before it returns.
+func (s *session) run(ctx context.Context, input <-chan []byte, escape byte) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the guest's output
+		defer wg.Done()
+		for {
+			_, data, err := s.ws.ReadMessage()
+			if err != nil {
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					s.closeReason = ce.Text
+				} else {
+					s.closeReason = "connection lost: " + err.Error()
+				}
+				cancel(errServerClosed)
+				return
+			}
+			if _, err := s.out.Write(data); err != nil {
+				cancel(err)
+				return
+			}
+			if s.expect != nil {
+				s.seen.Write(data)
+				if s.expect.Match(s.seen.Bytes()) {
+					s.matched = true
+					cancel(errMatched)
+					return
+				}
+				if s.seen.Len() > maxExpectBuffer {
+					s.seen.Next(s.seen.Len() - maxExpectBuffer/2)
+				}
+			}
+		}
+	}()
+	err := s.send(ctx, input, escape, cancel)
+	_ = s.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), noDeadline())
+	_ = s.ws.Close()
+	wg.Wait()
+	return err
+}
+
+var (
+	errServerClosed = errors.New("the server closed the console")
+	errMatched      = errors.New("--expect matched")
+)
+
+// send copies input to the guest until ctx ends; the escape key and the input's end end it too.
+func (s *session) send(ctx context.Context, input <-chan []byte, escape byte, cancel context.CancelCauseFunc) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case data, ok := <-input:
+			if !ok {
+				s.inputEnded = true
+				if s.expect == nil {
+					return nil
+				}
+				<-ctx.Done() // keep reading the output until --expect matches or time runs out
+				return nil
+			}
+			if escape != 0 {
+				if i := bytes.IndexByte(data, escape); i >= 0 {
+					data, s.userEnded = data[:i], true
+				}
+			}
+			if len(data) > 0 {
+				if err := s.ws.WriteMessage(websocket.BinaryMessage, data); err != nil {
+					cancel(err)
+					return nil
+				}
+			}
+			if s.userEnded {
+				cancel(errUserEnded)
+				return nil
+			}
+		}
+	}
+}

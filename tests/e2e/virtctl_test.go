@@ -1,0 +1,137 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/tests/framework"
+)
+
+// virtctl runs the built binary ($PODVIRT_VIRTCTL, which make e2e builds and sets) in the test's
+// namespace with stdin, and returns its combined output and exit code.
+func virtctl(t *testing.T, f *framework.Framework, stdin string, args ...string) (string, int) {
+	t.Helper()
+	bin := os.Getenv("PODVIRT_VIRTCTL")
+	if bin == "" {
+		t.Fatal("PODVIRT_VIRTCTL is not set: run the e2e tests with make e2e, or set it to a virtctl binary")
+	}
+	ctx, cancel := context.WithTimeout(f.Context(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", framework.Kubeconfig(), "-n", f.Namespace}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return out.String(), exit.ExitCode()
+	case err != nil:
+		t.Fatalf("virtctl %v: %v", args, err)
+	}
+	return out.String(), 0
+}
+
+// virtctl as a user drives it: start --wait shows the phases to Running, a scripted console runs a
+// command in the guest, restart --wait brings a new instance, stop --force --grace-period=0 --wait
+// ends at Stopped, and start --wait of a VM that cannot be scheduled times out (exit 124) saying why.
+func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	f.Create(demoVM(f.Namespace, "vm", virtv1.RunStrategyHalted, 30, ""))
+
+	out, code := virtctl(t, f, "", "start", "vm", "--wait")
+	if code != 0 || !strings.Contains(out, "VM vm was scheduled to start") || !strings.Contains(out, "instance Running") {
+		t.Fatalf("start --wait: exit %d, output:\n%s", code, out)
+	}
+	t.Logf("start --wait:\n%s", out)
+
+	ws, resp, err := dialConsole(t, f, f.Namespace, "vm") // the guest's shell is up before the script types
+	if err != nil {
+		t.Fatalf("console: %v (%+v)", err, resp)
+	}
+	newViewer(t, ws).typeUntil(t, "\n", "podvirt-demo# ", 24)
+	_ = ws.Close()
+	out, code = virtctl(t, f, "uname -a\n", "console", "vm", "--expect", `Linux podvirt-demo 6\.\S+`, "--timeout", "3")
+	if code != 0 || !strings.Contains(out, "Linux podvirt-demo 6.") {
+		t.Errorf("scripted console: exit %d, output:\n%s", code, tail(out, 20))
+	}
+
+	interactiveConsole(t, f)
+
+	first := &virtv1.VirtualMachineInstance{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: "vm"}, first); err != nil {
+		t.Fatal(err)
+	}
+	out, code = virtctl(t, f, "", "restart", "vm", "--wait")
+	again := &virtv1.VirtualMachineInstance{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: "vm"}, again); code != 0 || err != nil || again.UID == first.UID {
+		t.Errorf("restart --wait: exit %d (%v), instance %s → %s, output:\n%s", code, err, first.UID, again.UID, out)
+	}
+
+	out, code = virtctl(t, f, "", "stop", "vm", "--force", "--grace-period=0", "--wait")
+	if code != 0 || !strings.Contains(out, "vm/vm Stopped") {
+		t.Errorf("stop --force --grace-period=0 --wait: exit %d, output:\n%s", code, out)
+	}
+	out, code = virtctl(t, f, "", "stop", "vm")
+	if code != 1 || !strings.Contains(out, `virtualmachines.kubevirt.io "vm": VM is not running`) {
+		t.Errorf("stop of a stopped VM: exit %d, output:\n%s", code, out)
+	}
+
+	huge := demoVM(f.Namespace, "huge", virtv1.RunStrategyHalted, 0, "")
+	huge.Spec.Template.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("500Gi")}
+	f.Create(huge)
+	out, code = virtctl(t, f, "", "start", "huge", "--wait", "--timeout", "20s")
+	if code != 124 || !strings.Contains(out, "timed out after 20s waiting for vm/huge to be Running") || !strings.Contains(out, "Insufficient memory") {
+		t.Errorf("start --wait of an unschedulable VM: exit %d, want 124 and the scheduler's reason; output:\n%s", code, out)
+	}
+}
+
+// interactiveConsole runs `virtctl console` in tmux (a real terminal): a typed command runs in the
+// guest, Ctrl+] ends the session with exit code 0, and the terminal is back in canonical mode.
+func interactiveConsole(t *testing.T, f *framework.Framework) {
+	session := "podvirt-" + f.Namespace
+	script := fmt.Sprintf(`%s --kubeconfig %s -n %s console vm; echo "EXITED-$?"; stty -a | grep -o -- '-\?icanon'; sleep 600`,
+		os.Getenv("PODVIRT_VIRTCTL"), framework.Kubeconfig(), f.Namespace)
+	tmux := func(args ...string) string {
+		out, err := exec.CommandContext(f.Context(), "tmux", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "sh", "-c", script)
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
+	screen := func() string { return tmux("capture-pane", "-p", "-t", session, "-S", "-100") }
+	waitScreen := func(what, want string, keys ...string) {
+		t.Helper()
+		f.Eventually(what, time.Minute, func(context.Context) (bool, error) {
+			if len(keys) > 0 {
+				tmux(append([]string{"send-keys", "-t", session}, keys...)...)
+			}
+			s := screen()
+			return strings.Contains(s, want), errors.New(tail(s, 10))
+		})
+	}
+	waitScreen("connected", "Successfully connected to vm console. The escape sequence is ^]")
+	waitScreen("the guest's prompt", "podvirt-demo#", "Enter")
+	tmux("send-keys", "-t", session, "echo tmux-$((6*7))", "Enter")
+	waitScreen("the command's output", "tmux-42")
+	tmux("send-keys", "-t", session, "C-]")
+	waitScreen("virtctl exited", "EXITED-0")
+	waitScreen("the terminal restored", "\nicanon")
+}
