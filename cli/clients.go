@@ -28,6 +28,8 @@ type clients struct {
 	client client.WithWatch
 	// rest calls subresources.kubevirt.io by path.
 	rest rest.Interface
+	// kube reads Pod logs.
+	kube kubernetes.Interface
 }
 
 func newClients(kube *genericclioptions.ConfigFlags) (*clients, error) {
@@ -47,7 +49,7 @@ func newClients(kube *genericclioptions.ConfigFlags) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
-	return &clients{namespace: ns, config: cfg, client: c, rest: cs.Discovery().RESTClient()}, nil
+	return &clients{namespace: ns, config: cfg, client: c, rest: cs.Discovery().RESTClient(), kube: cs}, nil
 }
 
 // subresourcePath is the path of name's subresource sub (resource: virtualmachines or

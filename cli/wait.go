@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -43,6 +42,7 @@ func progress(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) str
 		for _, t := range []string{virtv1.VirtualMachineInstancePodScheduled, virtv1.VirtualMachineInstanceReady} {
 			if c := meta.FindStatusCondition(vmi.Status.Conditions, t); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" && vmi.Status.Phase != virtv1.Running {
 				parts = append(parts, c.Reason+": "+c.Message)
+				break // the first blocker is the one that matters (not scheduled, so not ready either)
 			}
 		}
 	}
@@ -76,14 +76,17 @@ func (w *waiter) observe(ctx context.Context) (*virtv1.VirtualMachine, *virtv1.V
 // until polls done until it holds; running out of time is a timeout error saying what it waited
 // for and the last state seen.
 func (w *waiter) until(ctx context.Context, what string, done func(*virtv1.VirtualMachine, *virtv1.VirtualMachineInstance) bool) error {
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, w.timeout, true, func(ctx context.Context) (bool, error) {
+	pollCtx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(pollCtx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		vm, vmi, err := w.observe(ctx)
 		if err != nil {
 			return false, err
 		}
 		return done(vm, vmi), nil
 	})
-	if wait.Interrupted(err) && !errors.Is(ctx.Err(), context.Canceled) {
+	// Running out of time may also surface as the failure of a request the deadline cut short.
+	if err != nil && pollCtx.Err() != nil && ctx.Err() == nil {
 		return timeout(fmt.Errorf("timed out after %s waiting for vm/%s to be %s (last seen: %s)", w.timeout, w.name, what, w.last))
 	}
 	return err

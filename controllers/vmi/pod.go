@@ -96,8 +96,8 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	return pod, nil
 }
 
-// podLabels: the instance's own labels plus the ones that find its launcher Pod (KubeVirt's
-// kubevirt.io/domain among them, which `virtctl expose` selects on).
+// podLabels: the instance's own labels plus the ones KubeVirt's launcher Pods carry, which
+// Services select on (`virtctl expose`: vmi.kubevirt.io/id).
 func podLabels(vmi *virtv1.VirtualMachineInstance) map[string]string {
 	labels := map[string]string{}
 	for k, v := range vmi.Labels {
@@ -106,6 +106,8 @@ func podLabels(vmi *virtv1.VirtualMachineInstance) map[string]string {
 	labels[launcherv1.AppLabel] = launcherv1.AppLabelValue
 	labels[launcherv1.DomainLabel] = vmi.Name
 	labels[launcherv1.CreatedByLabel] = string(vmi.UID)
+	labels[launcherv1.InstanceIDLabel] = vmi.Name
+	labels[launcherv1.VMNameLabel] = vmi.Name
 	return labels
 }
 

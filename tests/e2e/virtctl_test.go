@@ -3,10 +3,15 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -72,6 +77,7 @@ func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
 	}
 
 	interactiveConsole(t, f)
+	forwardsAndLogs(t, f)
 
 	first := &virtv1.VirtualMachineInstance{}
 	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: "vm"}, first); err != nil {
@@ -134,4 +140,82 @@ func interactiveConsole(t *testing.T, f *framework.Framework) {
 	tmux("send-keys", "-t", session, "C-]")
 	waitScreen("virtctl exited", "EXITED-0")
 	waitScreen("the terminal restored", "\nicanon")
+}
+
+// virtctlBackground starts virtctl (it serves until stopped) and returns the first line it prints
+// on stdout; the process is stopped at cleanup.
+func virtctlBackground(t *testing.T, f *framework.Framework, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Getenv("PODVIRT_VIRTCTL"), append([]string{"--kubeconfig", framework.Kubeconfig(), "-n", f.Namespace}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("virtctl %v: %v", args, err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("virtctl %v printed nothing (%v); stderr: %s", args, err, stderr.String())
+	}
+	return strings.TrimSpace(line)
+}
+
+// forwardsAndLogs: port-forward reaches the guest's web server, vnc --proxy-only serves the RFB
+// stream on the port it prints, vnc without a viewer says what to install, logs shows the boot.
+func forwardsAndLogs(t *testing.T, f *framework.Framework) {
+	line := virtctlBackground(t, f, "port-forward", "vm/vm", "0:80")
+	addr, _, ok := strings.Cut(strings.TrimPrefix(line, "Forwarding from "), " -> ")
+	if !ok {
+		t.Fatalf("port-forward printed %q", line)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("GET through port-forward: %v", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "Podvirt demo guest") {
+		t.Errorf("through port-forward the guest answered %q", page)
+	}
+
+	var port struct{ Port int }
+	if line := virtctlBackground(t, f, "vnc", "vm", "--proxy-only", "-o", "json"); json.Unmarshal([]byte(line), &port) != nil || port.Port == 0 {
+		t.Fatalf("vnc --proxy-only -o json printed %q", line)
+	}
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port.Port), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	greeting := make([]byte, 12)
+	if _, err := io.ReadFull(conn, greeting); err != nil || string(greeting) != "RFB 003.008\n" {
+		t.Errorf("vnc --proxy-only: first bytes %q (%v), want RFB 003.008", greeting, err)
+	}
+
+	// expose: a Pod reaches the guest's port 80 through the Service on port 8000.
+	if out, code := virtctl(t, f, "", "expose", "vm", "vm", "--name", "web", "--port", "8000", "--target-port", "80"); code != 0 {
+		t.Fatalf("expose: exit %d: %s", code, out)
+	}
+	svc := &corev1.Service{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: "web"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	f.Create(f.ProbePod("client", corev1.RestartPolicyNever, "fetch", "--url=http://"+svc.Spec.ClusterIP+":8000/", "--timeout=90s"))
+	f.WaitForPodSucceeded("client", 2*time.Minute)
+	if logs := f.PodLogs("client", ""); !strings.Contains(logs, "Podvirt demo guest") {
+		t.Errorf("fetch through the exposed Service %s:8000 did not reach the guest; logs:\n%s", svc.Spec.ClusterIP, logs)
+	}
+
+	t.Setenv("PATH", "/nonexistent")
+	if out, code := virtctl(t, f, "", "vnc", "vm"); code != 1 || !strings.Contains(out, "no VNC viewer found") || !strings.Contains(out, "--proxy-only") {
+		t.Errorf("vnc without a viewer: exit %d, output %q", code, out)
+	}
+	if out, code := virtctl(t, f, "", "logs", "vm"); code != 0 || !strings.Contains(out, "Podvirt demo guest") {
+		t.Errorf("logs: exit %d, output:\n%s", code, tail(out, 10))
+	}
 }

@@ -87,4 +87,9 @@ const (
 	DomainLabel = "kubevirt.io/domain"
 	// CreatedByLabel carries the VMI's UID.
 	CreatedByLabel = "kubevirt.io/created-by"
+	// InstanceIDLabel carries the VMI's name (KubeVirt's vmi.kubevirt.io/id: Services made by
+	// KubeVirt tooling, and `virtctl expose`, select on it).
+	InstanceIDLabel = "vmi.kubevirt.io/id"
+	// VMNameLabel carries the VMI's name too, as on KubeVirt's launcher Pods (vm.kubevirt.io/name).
+	VMNameLabel = "vm.kubevirt.io/name"
 )

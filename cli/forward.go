@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gorilla/websocket"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/podvirt/podvirt/console"
+)
+
+// target is a VM or an instance named on the command line: vm/NAME, vmi/NAME (KubeVirt's
+// TYPE/NAME[.NAMESPACE]); a bare NAME is an instance.
+type target struct {
+	resource, name, namespace string
+}
+
+func parseTarget(s string) (target, error) {
+	kind, name, found := strings.Cut(s, "/")
+	if !found {
+		kind, name = "vmi", s
+	}
+	var t target
+	switch kind {
+	case "vm", "vms", "virtualmachine", "virtualmachines":
+		t.resource = resourceVM
+	case "vmi", "vmis", "virtualmachineinstance", "virtualmachineinstances":
+		t.resource = resourceVMI
+	default:
+		return t, fmt.Errorf("%q: the type must be vm or vmi (vm/NAME, vmi/NAME)", s)
+	}
+	t.name, t.namespace, _ = strings.Cut(name, ".")
+	if t.name == "" {
+		return t, fmt.Errorf("%q: no name", s)
+	}
+	return t, nil
+}
+
+// portPair is [LOCAL:]REMOTE of port-forward (LOCAL 0: any free port).
+type portPair struct{ local, remote int }
+
+func parsePortPair(s string) (portPair, error) {
+	localS, remoteS, found := strings.Cut(s, ":")
+	if !found {
+		localS, remoteS = s, s
+	}
+	local, lerr := strconv.Atoi(localS)
+	remote, rerr := strconv.Atoi(remoteS)
+	switch {
+	case lerr != nil || local < 0 || local > 65535:
+		return portPair{}, fmt.Errorf("%q: the local port must be a number 0-65535", s)
+	case rerr != nil || remote < 1 || remote > 65535:
+		return portPair{}, fmt.Errorf("%q: the remote port must be a number 1-65535", s)
+	}
+	return portPair{local, remote}, nil
+}
+
+// PortForwardOptions is `port-forward TYPE/NAME [LOCAL:]REMOTE…`: local ports (or, with --stdio,
+// stdin/stdout) carried to the guest's ports over websockets through the API.
+type PortForwardOptions struct {
+	genericiooptions.IOStreams
+	kube *genericclioptions.ConfigFlags
+
+	Target  target
+	Ports   []portPair
+	Address string
+	Stdio   bool
+
+	c *clients
+}
+
+func newPortForwardCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &PortForwardOptions{IOStreams: streams, kube: kube}
+	cmd := &cobra.Command{
+		Use:   "port-forward TYPE/NAME[.NAMESPACE] [LOCAL:]REMOTE...",
+		Short: "Forward local ports to a virtual machine's ports (any guest TCP port)",
+		Example: "  virtctl port-forward vm/my-vm 8080:80\n" +
+			"  ssh -o ProxyCommand='virtctl port-forward --stdio vm/my-vm 22' user@my-vm",
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.Address, "address", "127.0.0.1", "Local address to listen on")
+	cmd.Flags().BoolVar(&o.Stdio, "stdio", false, "Carry stdin and stdout to the one remote port instead of listening (for ssh's ProxyCommand)")
+	return cmd
+}
+
+// Complete parses and checks the arguments.
+func (o *PortForwardOptions) Complete(cmd *cobra.Command, args []string) error {
+	t, err := parseTarget(args[0])
+	if err != nil {
+		return usageError(cmd, "%v", err)
+	}
+	o.Target = t
+	for _, a := range args[1:] {
+		p, err := parsePortPair(a)
+		if err != nil {
+			return usageError(cmd, "%v", err)
+		}
+		o.Ports = append(o.Ports, p)
+	}
+	if o.Stdio && len(o.Ports) != 1 {
+		return usageError(cmd, "--stdio carries exactly one port, got %d", len(o.Ports))
+	}
+	return nil
+}
+
+// Run listens (or pipes stdio) until interrupted.
+func (o *PortForwardOptions) Run(ctx context.Context) error {
+	c, err := newClients(o.kube)
+	if err != nil {
+		return err
+	}
+	if o.Target.namespace != "" {
+		c.namespace = o.Target.namespace
+	}
+	o.c = c
+	dial := func(remote int) func(context.Context) (*websocket.Conn, error) {
+		return func(ctx context.Context) (*websocket.Conn, error) {
+			return console.DialAPI(ctx, c.config, c.subresourcePath(o.Target.resource, o.Target.name, "portforward/"+strconv.Itoa(remote)))
+		}
+	}
+	if o.Stdio {
+		ws, err := dial(o.Ports[0].remote)(ctx)
+		if err != nil {
+			return fmt.Errorf("port-forward to %s/%s port %d: %w", o.Target.resource, o.Target.name, o.Ports[0].remote, err)
+		}
+		pipe(stdio{o.In, o.Out}, console.NewConn(ws), false)
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(o.Ports))
+	for _, p := range o.Ports {
+		ln, err := net.Listen("tcp", net.JoinHostPort(o.Address, strconv.Itoa(p.local)))
+		if err != nil {
+			return fmt.Errorf("listen on %s port %d: %w", o.Address, p.local, err)
+		}
+		fmt.Fprintf(o.Out, "Forwarding from %s -> %d\n", ln.Addr(), p.remote)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- serveLocal(ctx, ln, dial(p.remote), o.ErrOut)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}
+
+// serveLocal accepts connections on ln until ctx ends and carries each over a new websocket from
+// dial; every connection's goroutines are joined before it returns.
+func serveLocal(ctx context.Context, ln net.Listener, dial func(context.Context) (*websocket.Conn, error), errOut io.Writer) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	defer stop()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ws, err := dial(ctx)
+			if err != nil {
+				fmt.Fprintf(errOut, "connection from %s: %v\n", conn.RemoteAddr(), err)
+				_ = conn.Close()
+				return
+			}
+			closeOnCancel := context.AfterFunc(ctx, func() { _ = conn.Close(); _ = ws.Close() })
+			defer closeOnCancel()
+			pipe(conn, console.NewConn(ws), true)
+		}()
+	}
+}
+
+// stdio is stdin and stdout as one stream.
+type stdio struct {
+	io.Reader
+	io.Writer
+}
+
+func (stdio) Close() error { return nil }
+
+// pipe copies a and b into each other until either direction ends, then closes both. With
+// joinBoth it also waits for the other direction (closing both ends it); without, that direction
+// may be blocked in a read nothing can interrupt (a terminal's stdin) and is left to the process's exit.
+func pipe(a, b io.ReadWriteCloser, joinBoth bool) {
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(a, b); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(b, a); done <- struct{}{} }()
+	<-done
+	_ = a.Close()
+	_ = b.Close()
+	if joinBoth {
+		<-done
+	}
+}
