@@ -20,9 +20,9 @@ build: deps ## Build every binary into bin/
 	go build -o $(BIN)/ ./cmd/...
 
 .PHONY: deps
-deps: ## Install the Debian packages the build needs (cgo for the launcher: libvirt-dev, pkg-config; tmux for the e2e tests' real terminal)
-	@if [ "$$(dpkg-query -W -f='$${Status}\n' libvirt-dev pkg-config gcc tmux 2>/dev/null | grep -c 'ok installed')" != 4 ]; then \
-	  flock /var/lib/podvirt-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libvirt-dev pkg-config gcc tmux'; fi
+deps: ## Install the Debian packages the build needs (cgo for the launcher: libvirt-dev, pkg-config; tmux for the e2e tests' real terminal, zip for releases)
+	@if [ "$$(dpkg-query -W -f='$${Status}\n' libvirt-dev pkg-config gcc tmux zip 2>/dev/null | grep -c 'ok installed')" != 5 ]; then \
+	  flock /var/lib/podvirt-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libvirt-dev pkg-config gcc tmux zip'; fi
 
 # Every build tag used in the tree (e2e, bench, launcher, guestboot …): lint compiles and vets the code
 # behind each, so tests and benchmarks that make test does not run cannot rot unseen.
@@ -48,7 +48,7 @@ verify-generate: generate ## Fail if generated files are out of date
 	@test -z "$$(git status --porcelain -- api install/crds)" || { git status --porcelain -- api install/crds; echo "generated files changed: run make generate and commit"; exit 1; }
 
 .PHONY: test
-test: lint verify-generate integration launcher-test guest-test e2e-ci ## Everything CI runs: lint, generated files, unit, integration, launcher and guest boots, e2e on the local cluster
+test: lint verify-generate integration launcher-test guest-test krew-test e2e-ci ## Everything CI runs: lint, generated files, unit, integration, launcher and guest boots, the krew install, e2e on the local cluster
 
 # e2e-ci runs the e2e tests on the local cluster, bringing it up when absent; a cluster it brought up
 # it also takes down (even when the tests fail) and checks that nothing is left on the machine.

@@ -45,6 +45,19 @@ func TestFlagErrorsComeFirst(t *testing.T) {
 		{[]string{"pause", "vmx", "vm"}, `the first argument must be vm or vmi, got "vmx"`},
 		{[]string{"pause", "vm"}, "accepts 2 arg(s), received 1"},
 		{[]string{"start"}, "accepts 1 arg(s), received 0"},
+		{[]string{"port-forward", "vmx/a", "80"}, `"vmx/a": the type must be vm or vmi`},
+		{[]string{"port-forward", "vm/a", "80:99999"}, `"80:99999": the remote port must be a number 1-65535`},
+		{[]string{"port-forward", "--stdio", "vm/a", "80", "81"}, "--stdio carries exactly one port, got 2"},
+		{[]string{"vnc", "vm", "--port", "70000"}, "--port must be 0-65535"},
+		{[]string{"vnc", "vm", "-o", "json"}, "--output goes with --proxy-only"},
+		{[]string{"expose", "vm", "a"}, "--port is required"},
+		{[]string{"expose", "vm", "a", "--port", "80", "--type", "Ingress"}, `--type must be ClusterIP, NodePort or LoadBalancer, got "Ingress"`},
+		{[]string{"expose", "pod", "a", "--port", "80"}, `the first argument must be vm, vmi or vmirs, got "pod"`},
+		{[]string{"create", "vm", "--memory", "lots"}, `--memory: "lots" is not a positive quantity`},
+		{[]string{"create", "vm", "--run-strategy", "Sometimes"}, `--run-strategy: "Sometimes" is not Always`},
+		{[]string{"create", "vm", "--cloud-init-user-data", "not base64!"}, "--cloud-init-user-data must be base64"},
+		{[]string{"create", "vm", "--volume-containerdisk", "image:x"}, `volume "image:x": unknown key "image"`},
+		{[]string{"create", "vm", "--cloud-init-user-data-file", "/nonexistent"}, "--cloud-init-user-data-file: open /nonexistent"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := run(t, "virtctl", tc.args...)
@@ -121,4 +134,21 @@ func TestSessionExpectAndEscape(t *testing.T) {
 	s = &session{ws: guest(t), out: &out}
 	require.NoError(t, s.run(ctx, input, 29))
 	assert.True(t, s.userEnded, "the escape key ends the session")
+}
+
+func TestCreateVMPrintsAManifestKubectlApplies(t *testing.T) {
+	out, err := run(t, "virtctl", "create", "vm", "--name", "web", "--memory", "1Gi", "--run-strategy", "Halted",
+		"--volume-containerdisk", "src:quay.io/containerdisks/fedora:41", "--volume-pvc", "src:data,name:data",
+		"--ssh-key", "ssh-ed25519 AAAA user@host")
+	require.NoError(t, err)
+	for _, want := range []string{
+		"apiVersion: kubevirt.io/v1", "kind: VirtualMachine", "name: web", "runStrategy: Halted", "memory: 1Gi",
+		"image: quay.io/containerdisks/fedora:41", "name: web-containerdisk-0", "claimName: data",
+		"ssh_authorized_keys:", "- ssh-ed25519 AAAA user@host",
+	} {
+		assert.Contains(t, out, want)
+	}
+	out, err = run(t, "virtctl", "create", "vm", "--name", "web", "-o", "json")
+	require.NoError(t, err)
+	assert.Contains(t, out, `"kind": "VirtualMachine"`)
 }

@@ -37,6 +37,9 @@ func newClients(kube *genericclioptions.ConfigFlags) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	if cfg.QPS == 0 { // client-go's default (5/s) would throttle a wait's polling; kubectl allows 50/s
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	ns, _, err := kube.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig namespace: %w", err)

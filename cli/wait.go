@@ -78,15 +78,16 @@ func (w *waiter) observe(ctx context.Context) (*virtv1.VirtualMachine, *virtv1.V
 func (w *waiter) until(ctx context.Context, what string, done func(*virtv1.VirtualMachine, *virtv1.VirtualMachineInstance) bool) error {
 	pollCtx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	err := wait.PollUntilContextCancel(pollCtx, pollInterval, true, func(ctx context.Context) (bool, error) {
+	// The requests run under ctx, not the poll's deadline, so time running out ends the loop
+	// between requests instead of failing one.
+	err := wait.PollUntilContextCancel(pollCtx, pollInterval, true, func(context.Context) (bool, error) {
 		vm, vmi, err := w.observe(ctx)
 		if err != nil {
 			return false, err
 		}
 		return done(vm, vmi), nil
 	})
-	// Running out of time may also surface as the failure of a request the deadline cut short.
-	if err != nil && pollCtx.Err() != nil && ctx.Err() == nil {
+	if wait.Interrupted(err) && ctx.Err() == nil {
 		return timeout(fmt.Errorf("timed out after %s waiting for vm/%s to be %s (last seen: %s)", w.timeout, w.name, what, w.last))
 	}
 	return err

@@ -98,6 +98,19 @@ func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
 		t.Errorf("stop of a stopped VM: exit %d, output:\n%s", code, out)
 	}
 
+	// create vm | kubectl apply -f -: a VM that starts (the seed's containerDisk image).
+	manifest, code := virtctl(t, f, "", "create", "vm", "--name", "created", "--memory", "64M",
+		"--volume-containerdisk", "src:kubevirt/cirros-container-disk-demo:latest", "--cloud-init-user-data-file", "/dev/null")
+	if code != 0 {
+		t.Fatalf("create vm: exit %d: %s", code, manifest)
+	}
+	apply := exec.CommandContext(f.Context(), kubectl(t), "--kubeconfig", framework.Kubeconfig(), "-n", f.Namespace, "apply", "-f", "-")
+	apply.Stdin = strings.NewReader(manifest)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply of virtctl create vm's manifest: %v: %s\n%s", err, out, manifest)
+	}
+	waitRunning(t, f, "created", "")
+
 	huge := demoVM(f.Namespace, "huge", virtv1.RunStrategyHalted, 0, "")
 	huge.Spec.Template.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("500Gi")}
 	f.Create(huge)
