@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,10 +84,7 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.c = c
-	var dry []string
-	if o.DryRun {
-		dry = []string{metav1.DryRunAll}
-	}
+	dry := dryRun(o.DryRun)
 	resource, body := resourceVMI, any(struct{}{})
 	switch o.sub {
 	case "pause":
@@ -101,7 +97,11 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 	if err := o.c.put(ctx, resource, o.Name, o.sub, body); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "VMI %s was scheduled to %s\n", o.Name, o.sub)
+	kind := "VMI"
+	if resource == resourceVM {
+		kind = "VM"
+	}
+	fmt.Fprintf(o.Out, "%s %s was scheduled to %s\n", kind, o.Name, o.sub)
 	return nil
 }
 

@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -76,6 +79,29 @@ func TestKubectlPluginNameInHelpAndErrors(t *testing.T) {
 	assert.Contains(t, out, "kubectl virt [command]")
 	_, err = run(t, "kubectl virt", "stop", "vm", "--force")
 	assert.ErrorContains(t, err, "see 'kubectl virt stop --help'")
+}
+
+var update = flag.Bool("update", false, "rewrite the golden help texts in testdata/")
+
+// The help a user reads, as virtctl and as the kubectl plugin: a change to it shows in review.
+func TestGoldenHelp(t *testing.T) {
+	for name, file := range map[string]string{"virtctl": "help-virtctl.txt", "kubectl virt": "help-kubectl-virt.txt"} {
+		var b strings.Builder
+		for _, args := range [][]string{{"--help"}, {"start", "--help"}, {"console", "--help"}} {
+			out, err := run(t, name, args...)
+			require.NoError(t, err)
+			b.WriteString("$ " + name + " " + strings.Join(args, " ") + "\n" + out + "\n")
+		}
+		got := strings.ReplaceAll(b.String(), os.Getenv("HOME"), "$HOME") // kubectl's --cache-dir default
+		path := filepath.Join("testdata", file)
+		if *update {
+			require.NoError(t, os.MkdirAll("testdata", 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err, "run go test ./cli -run TestGoldenHelp -update to create it")
+		assert.Equal(t, string(want), got, "help differs from %s (run with -update if intended)", path)
+	}
 }
 
 func TestParseEscape(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -53,6 +54,23 @@ func newClients(kube *genericclioptions.ConfigFlags) (*clients, error) {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
 	return &clients{namespace: ns, config: cfg, client: c, rest: cs.Discovery().RESTClient(), kube: cs}, nil
+}
+
+// clientsFor is newClients in the target's namespace when it names one (vm/NAME.NAMESPACE).
+func clientsFor(kube *genericclioptions.ConfigFlags, t target) (*clients, error) {
+	c, err := newClients(kube)
+	if err == nil && t.namespace != "" {
+		c.namespace = t.namespace
+	}
+	return c, err
+}
+
+// dryRun is the dryRun field of a subresource body for --dry-run.
+func dryRun(on bool) []string {
+	if on {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
 }
 
 // subresourcePath is the path of name's subresource sub (resource: virtualmachines or

@@ -45,6 +45,19 @@ func parseTarget(s string) (target, error) {
 	return t, nil
 }
 
+// targetArgs reads "[vm|vmi] NAME" (or TYPE/NAME) arguments.
+func targetArgs(cmd *cobra.Command, args []string) (target, error) {
+	name := args[len(args)-1]
+	if len(args) == 2 {
+		name = args[0] + "/" + args[1]
+	}
+	t, err := parseTarget(name)
+	if err != nil {
+		return t, usageError(cmd, "%v", err)
+	}
+	return t, nil
+}
+
 // portPair is [LOCAL:]REMOTE of port-forward (LOCAL 0: any free port).
 type portPair struct{ local, remote int }
 
@@ -120,12 +133,9 @@ func (o *PortForwardOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Run listens (or pipes stdio) until interrupted.
 func (o *PortForwardOptions) Run(ctx context.Context) error {
-	c, err := newClients(o.kube)
+	c, err := clientsFor(o.kube, o.Target)
 	if err != nil {
 		return err
-	}
-	if o.Target.namespace != "" {
-		c.namespace = o.Target.namespace
 	}
 	o.c = c
 	dial := func(remote int) func(context.Context) (*websocket.Conn, error) {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
@@ -118,10 +117,7 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.c = c
-	var dry []string
-	if o.DryRun {
-		dry = []string{metav1.DryRunAll}
-	}
+	dry := dryRun(o.DryRun)
 	var grace *int64
 	if o.Force {
 		grace = ptr.To(o.GracePeriod)

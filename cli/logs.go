@@ -33,13 +33,9 @@ func newLogsCommand(kube *genericclioptions.ConfigFlags, streams genericiooption
 		Example: "  virtctl logs my-vm\n  virtctl logs vmi my-vm -f",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[len(args)-1]
-			if len(args) == 2 {
-				name = args[0] + "/" + args[1]
-			}
-			t, err := parseTarget(name)
+			t, err := targetArgs(cmd, args)
 			if err != nil {
-				return usageError(cmd, "%v", err)
+				return err
 			}
 			o.Target = t
 			return o.Run(cmd.Context())
@@ -51,12 +47,9 @@ func newLogsCommand(kube *genericclioptions.ConfigFlags, streams genericiooption
 
 // Run finds the instance's launcher Pod and copies its console log.
 func (o *LogsOptions) Run(ctx context.Context) error {
-	c, err := newClients(o.kube)
+	c, err := clientsFor(o.kube, o.Target)
 	if err != nil {
 		return err
-	}
-	if o.Target.namespace != "" {
-		c.namespace = o.Target.namespace
 	}
 	vmi := &virtv1.VirtualMachineInstance{}
 	if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: o.Target.name}, vmi); err != nil {

@@ -72,7 +72,18 @@ func NewCommand(name string, streams genericiooptions.IOStreams) *cobra.Command 
 	} {
 		root.AddCommand(newCmd(kube, streams))
 	}
+	if name != "virtctl" {
+		renameExamples(root, name)
+	}
 	return root
+}
+
+// renameExamples makes the examples say how the user invoked the binary (kubectl virt).
+func renameExamples(cmd *cobra.Command, name string) {
+	cmd.Example = strings.ReplaceAll(cmd.Example, "virtctl ", name+" ")
+	for _, c := range cmd.Commands() {
+		renameExamples(c, name)
+	}
 }
 
 // usageError is a flag or argument error, reported before any request is made.

@@ -67,13 +67,9 @@ func newVNCCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions
 
 // Complete reads the arguments and checks the flags.
 func (o *VNCOptions) Complete(cmd *cobra.Command, args []string) error {
-	name := args[len(args)-1]
-	if len(args) == 2 {
-		name = args[0] + "/" + args[1]
-	}
-	t, err := parseTarget(name)
+	t, err := targetArgs(cmd, args)
 	if err != nil {
-		return usageError(cmd, "%v", err)
+		return err
 	}
 	o.Target = t
 	switch {
@@ -89,12 +85,9 @@ func (o *VNCOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Run serves the display until interrupted (or the viewer exits).
 func (o *VNCOptions) Run(ctx context.Context) error {
-	c, err := newClients(o.kube)
+	c, err := clientsFor(o.kube, o.Target)
 	if err != nil {
 		return err
-	}
-	if o.Target.namespace != "" {
-		c.namespace = o.Target.namespace
 	}
 	var path string
 	var v viewer

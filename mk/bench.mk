@@ -14,3 +14,8 @@ bench-vms: cluster-ensure-up ## Measure VM start, first console line and per-VM 
 bench-console: cluster-ensure-up ## Measure the serial console through virt-api vs kubectl exec (round trip, throughput, memory with 20 consoles); prints figures
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(HEAVY) go test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) \
 		-run '^$$' -bench BenchmarkConsole -benchtime 1x ./tests/bench/
+
+.PHONY: bench-virtctl
+bench-virtctl: cluster-ensure-up virtctl ## Measure virtctl start --wait vs kubectl apply+wait of a Pod, time to the console's first byte, binary size; prints figures
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) PODVIRT_VIRTCTL=$(VIRTCTL) PODVIRT_KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl $(HEAVY) \
+		go test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) -run '^$$' -bench BenchmarkVirtctl -benchtime 1x ./tests/bench/
