@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/podvirt/podvirt/console"
@@ -177,4 +179,31 @@ func TestCreateVMPrintsAManifestKubectlApplies(t *testing.T) {
 	out, err = run(t, "virtctl", "create", "vm", "--name", "web", "-o", "json")
 	require.NoError(t, err)
 	assert.Contains(t, out, `"kind": "VirtualMachine"`)
+}
+
+func TestSSHAndSCPUseTheLocalClientThroughPortForward(t *testing.T) {
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	kube := genericclioptions.NewConfigFlags(true)
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	kube.AddFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--kubeconfig=/k/config", "-n", "ns1"}))
+	sshCmd, scpCmd := newSSHCommand(kube, streams), newSCPCommand(kube, streams)
+	self, err := os.Executable()
+	require.NoError(t, err)
+
+	o := &SSHOptions{kube: kube, Port: 22, IdentityFile: "/id", Command: "uname -a"}
+	require.NoError(t, o.Complete(sshCmd, []string{"fedora@vm/web"}))
+	assert.Equal(t, []string{"-o", "ProxyCommand=" + shellQuote(self) + " port-forward --stdio --kubeconfig /k/config vm/web.ns1 22",
+		"-o", "HostKeyAlias=vm.web.ns1", "-p", "22", "-i", "/id", "fedora@vm.web.ns1", "uname -a"}, o.args)
+
+	o = &SSHOptions{kube: kube, Port: 2222, scp: true, Recursive: true}
+	require.NoError(t, o.Complete(scpCmd, []string{"./dir", "root@vmi/db.other:/tmp/"}))
+	assert.Equal(t, []string{"-r", "-o", "ProxyCommand=" + shellQuote(self) + " port-forward --stdio --kubeconfig /k/config vmi/db.other 2222",
+		"-o", "HostKeyAlias=vmi.db.other", "-P", "2222", "./dir", "root@vmi.db.other:/tmp/"}, o.args)
+
+	assert.ErrorContains(t, (&SSHOptions{kube: kube, Port: 22, scp: true}).Complete(scpCmd, []string{"a", "b"}),
+		"one of SOURCE and DESTINATION must be remote")
+	assert.ErrorContains(t, (&SSHOptions{kube: kube, Port: 22}).Complete(sshCmd, []string{"web"}),
+		`"web": name the VM as vm/NAME or vmi/NAME`)
+	assert.Equal(t, `'a b'`, shellQuote("a b"))
 }

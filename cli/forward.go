@@ -148,8 +148,10 @@ func (o *PortForwardOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("port-forward to %s/%s port %d: %w", o.Target.resource, o.Target.name, o.Ports[0].remote, err)
 		}
-		pipe(stdio{o.In, o.Out}, console.NewConn(ws), false)
-		return nil
+		remote := console.NewConn(ws)
+		go func() { _, _ = io.Copy(remote, o.In) }() // stdin's end does not end the session; left to the process's exit
+		_, _ = io.Copy(o.Out, remote)                // until the guest closes the connection
+		return remote.Close()
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(o.Ports))
@@ -204,30 +206,19 @@ func serveLocal(ctx context.Context, ln net.Listener, dial func(context.Context)
 			}
 			closeOnCancel := context.AfterFunc(ctx, func() { _ = conn.Close(); _ = ws.Close() })
 			defer closeOnCancel()
-			pipe(conn, console.NewConn(ws), true)
+			pipe(conn, console.NewConn(ws))
 		}()
 	}
 }
 
-// stdio is stdin and stdout as one stream.
-type stdio struct {
-	io.Reader
-	io.Writer
-}
-
-func (stdio) Close() error { return nil }
-
-// pipe copies a and b into each other until either direction ends, then closes both. With
-// joinBoth it also waits for the other direction (closing both ends it); without, that direction
-// may be blocked in a read nothing can interrupt (a terminal's stdin) and is left to the process's exit.
-func pipe(a, b io.ReadWriteCloser, joinBoth bool) {
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(a, b); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(b, a); done <- struct{}{} }()
-	<-done
-	_ = a.Close()
-	_ = b.Close()
-	if joinBoth {
-		<-done
-	}
+// pipe copies local and remote into each other until the remote side ends (the guest closed the
+// connection, or the stream broke); the local side ending its input (a half-close) does not end
+// the session, so an answer still comes back. Both are closed and both directions joined.
+func pipe(local net.Conn, remote io.ReadWriteCloser) {
+	sent := make(chan struct{})
+	go func() { defer close(sent); _, _ = io.Copy(remote, local) }()
+	_, _ = io.Copy(local, remote)
+	_ = local.Close()
+	_ = remote.Close()
+	<-sent
 }

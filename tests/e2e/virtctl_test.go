@@ -195,6 +195,11 @@ func forwardsAndLogs(t *testing.T, f *framework.Framework) {
 		t.Errorf("through port-forward the guest answered %q", page)
 	}
 
+	// --stdio, as ssh's ProxyCommand uses it: stdin to the guest's port, its answer on stdout.
+	if out, code := virtctl(t, f, "GET / HTTP/1.0\r\n\r\n", "port-forward", "--stdio", "vm/vm."+f.Namespace, "80"); code != 0 || !strings.Contains(out, "Podvirt demo guest") {
+		t.Errorf("port-forward --stdio: exit %d, output %q", code, tail(out, 5))
+	}
+
 	var port struct{ Port int }
 	if line := virtctlBackground(t, f, "vnc", "vm", "--proxy-only", "-o", "json"); json.Unmarshal([]byte(line), &port) != nil || port.Port == 0 {
 		t.Fatalf("vnc --proxy-only -o json printed %q", line)
