@@ -42,9 +42,10 @@ const (
 	PathPortForward = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/portforward/{port}"
 )
 
-// SubresourceServer serves the pause and unpause subresources of this node's instances over HTTP(S).
-// It acts on the launcher and answers 200 at once; the Paused condition follows through the
-// reconciler, which Triggers wakes for the instance.
+// SubresourceServer serves the subresources of this node's instances over HTTP(S): pause, unpause
+// and softreboot act on the launcher and answer 200 at once (the Paused condition follows through
+// the reconciler, which Triggers wakes for the instance); console, vnc and portforward are
+// websockets onto the guest's serial console (shared), VNC display and TCP ports.
 //
 // cmd/virt-handler serves it over mutual TLS (SecretTLS): only virt-api, which holds a client
 // certificate of the CA in the agent's Secret, is served; virt-api has authorized the user before.
