@@ -53,6 +53,7 @@ func BenchmarkVirtctl(b *testing.B) {
 	f.Create(vm)
 	podFile := filepath.Join(b.TempDir(), "pod.yaml")
 	pod := f.ProbePod("pod", corev1.RestartPolicyNever, "sleep")
+	pod.APIVersion, pod.Kind = "v1", "Pod"
 	raw, err := yaml.Marshal(pod)
 	if err != nil {
 		b.Fatal(err)
