@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
@@ -72,6 +75,7 @@ func TestVirtAPIStreamsAndActions(t *testing.T) {
 			}
 		}
 	})
+	t.Run("rbac of streams and actions", func(t *testing.T) { streamRBAC(t, f) })
 	t.Run("idle console behind a proxy dropping 10 s idle connections", func(t *testing.T) { idleConsole(t, f, base) })
 	t.Run("bad requests", func(t *testing.T) { badRequests(t, f) })
 	t.Run("migrate", func(t *testing.T) { migrate(t, f) })
@@ -363,5 +367,38 @@ func call(f *framework.Framework, method, path, body string, code int, want stri
 	}
 	if got != code || !strings.Contains(msg, want) {
 		f.T().Errorf("%s %s %s: %d %q, want %d saying %q", method, path, body, got, msg, code, want)
+	}
+}
+
+// streamRBAC: edit (alice) may open the console of a running VM in her namespace and nowhere else;
+// view (bob) may open no stream and take no action, with 403 before anything is looked up.
+func streamRBAC(t *testing.T, f *framework.Framework) {
+	grant(f, f.Namespace, "alice", "edit")
+	grant(f, f.Namespace, "bob", "view")
+	alice, bob := as(f, "alice"), as(f, "bob")
+	vmi := "/namespaces/" + f.Namespace + "/virtualmachineinstances/vm/"
+	var ws *websocket.Conn
+	f.Eventually("alice (edit) opens the console", time.Minute, func(context.Context) (bool, error) {
+		c, resp, err := f.DialSubresourceAs(alice, f.Config.Host, vmi+"console")
+		if err != nil {
+			return false, fmt.Errorf("%v (%+v)", err, resp)
+		}
+		ws = c
+		return true, nil
+	})
+	newViewer(t, ws).typeUntil(t, "echo alice-$((40+2))\n", "alice-42", 6)
+	for _, sub := range []string{"console", "vnc", "portforward/80"} {
+		if _, resp, err := f.DialSubresourceAs(bob, f.Config.Host, vmi+sub); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("bob (view) %s: want 403, got %v (%+v)", sub, err, resp)
+		}
+		if _, resp, err := f.DialSubresourceAs(alice, f.Config.Host, "/namespaces/default/virtualmachineinstances/vm/"+sub); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("alice %s in another namespace: want 403, got %v (%+v)", sub, err, resp)
+		}
+	}
+	for _, path := range []string{vmi + "pause", vmi + "unpause", vmi + "softreboot", "/namespaces/" + f.Namespace + "/virtualmachines/vm/migrate"} {
+		err := kubernetes.NewForConfigOrDie(bob).Discovery().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1" + path).Body([]byte("{}")).Do(f.Context()).Error()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("bob (view) PUT %s: want 403, got %v", path, err)
+		}
 	}
 }
