@@ -151,7 +151,8 @@ func (o *PortForwardOptions) Run(ctx context.Context) error {
 		remote := console.NewConn(ws)
 		go func() { _, _ = io.Copy(remote, o.In) }() // stdin's end does not end the session; left to the process's exit
 		_, _ = io.Copy(o.Out, remote)                // until the guest closes the connection
-		return remote.Close()
+		_ = remote.Close()                           // the server may have closed it already: not an error
+		return nil
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(o.Ports))
