@@ -68,7 +68,7 @@ func NewCommand(name string, streams genericiooptions.IOStreams) *cobra.Command 
 	for _, newCmd := range []func(*genericclioptions.ConfigFlags, genericiooptions.IOStreams) *cobra.Command{
 		newStartCommand, newStopCommand, newRestartCommand, newPauseCommand, newUnpauseCommand,
 		newSoftRebootCommand, newMigrateCommand, newConsoleCommand, newVNCCommand, newPortForwardCommand,
-		newLogsCommand, newExposeCommand, newCreateCommand, newSSHCommand, newSCPCommand, newVersionCommand,
+		newLogsCommand, newExposeCommand, newCreateCommand, newSSHCommand, newSCPCommand, newDashboardCommand, newVersionCommand,
 	} {
 		root.AddCommand(newCmd(kube, streams))
 	}

@@ -19,3 +19,7 @@ bench-console: cluster-ensure-up ## Measure the serial console through virt-api 
 bench-virtctl: cluster-ensure-up virtctl ## Measure virtctl start --wait vs kubectl apply+wait of a Pod, time to the console's first byte, binary size; prints figures
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) PODVIRT_VIRTCTL=$(VIRTCTL) PODVIRT_KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl $(HEAVY) \
 		go test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) -run '^$$' -bench BenchmarkVirtctl -benchtime 1x ./tests/bench/
+
+.PHONY: bench-dashboard
+bench-dashboard: ## Dashboard at 1,000 VMs (fake source): first render, per watch event, per keypress; prints figures
+	go test -count=1 -run '^$$' -bench . -benchmem ./cli/dashboard/
