@@ -131,8 +131,12 @@ func (m Model) detailView() string {
 		"  IP:       " + dash(r.IP),
 		"  age:      " + age(r.Created, m.now()),
 	}
-	if r.Why != "" {
-		lines = append(lines, "", m.style("1", true, "  why: ")+r.Why)
+	if r.Why != "" { // wrapped to the terminal: a scheduler's message runs long
+		wrapped := strings.Split(lipgloss.NewStyle().Width(max(20, m.width-9)).Render(r.Why), "\n")
+		for i := range wrapped {
+			wrapped[i] = strings.TrimRight(wrapped[i], " ") // Width pads every line
+		}
+		lines = append(lines, "", m.style("1", true, "  why: ")+strings.Join(wrapped, "\n       "))
 	}
 	lines = append(lines, "", m.style("8", false, "  esc back  s start/stop  r restart  p pause  c console"))
 	return strings.Join(lines, "\n")
