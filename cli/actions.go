@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,8 +25,10 @@ type ActionOptions struct {
 	// kinds says whether the command takes "vm|vmi NAME" (true) or just NAME.
 	kinds bool
 
-	Name   string
-	DryRun bool
+	Name    string
+	DryRun  bool
+	Wait    bool // migrate: wait for the migration to end
+	Timeout time.Duration
 
 	c *clients
 }
@@ -49,6 +53,10 @@ func newActionCommand(kube *genericclioptions.ConfigFlags, streams genericioopti
 	if sub != "softreboot" {
 		cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Validate the request without changing anything")
 	}
+	if sub == "migrate" {
+		cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the migration succeeds or fails, showing its phases")
+		cmd.Flags().DurationVar(&o.Timeout, "timeout", DefaultWaitTimeout, "How long --wait waits (exit code 124 when it runs out)")
+	}
 	return cmd
 }
 
@@ -71,8 +79,13 @@ func newMigrateCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.I
 // Complete reads the arguments, checking the kind.
 func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[len(args)-1]
-	if o.kinds && args[0] != "vm" && args[0] != "vmi" {
+	switch {
+	case o.kinds && args[0] != "vm" && args[0] != "vmi":
 		return usageError(cmd, "the first argument must be vm or vmi, got %q", args[0])
+	case o.Wait && o.DryRun:
+		return usageError(cmd, "--wait and --dry-run do not go together (a dry run changes nothing to wait for)")
+	case o.Wait && o.Timeout <= 0:
+		return usageError(cmd, "--timeout must be positive, got %s", o.Timeout)
 	}
 	return nil
 }
@@ -94,6 +107,8 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 	case "migrate":
 		resource, body = resourceVM, subv1.MigrateOptions{DryRun: dry}
 	}
+	since := metav1.Now()
+	since.Time = since.Add(-time.Second) // the server's clock may trail ours a little
 	if err := o.c.put(ctx, resource, o.Name, o.sub, body); err != nil {
 		return err
 	}
@@ -102,7 +117,11 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 		kind = "VM"
 	}
 	fmt.Fprintf(o.Out, "%s %s was scheduled to %s\n", kind, o.Name, o.sub)
-	return nil
+	if !o.Wait {
+		return nil
+	}
+	w := &waiter{c: o.c, name: o.Name, out: o.Out, timeout: o.Timeout, tty: isTerminal(o.Out)}
+	return w.migrated(ctx, since)
 }
 
 // completeNames completes NAME with the VMs or instances of the namespace.

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,4 +208,66 @@ func TestSSHAndSCPUseTheLocalClientThroughPortForward(t *testing.T) {
 	assert.ErrorContains(t, (&SSHOptions{kube: kube, Port: 22}).Complete(sshCmd, []string{"web"}),
 		`"web": name the VM as vm/NAME or vmi/NAME`)
 	assert.Equal(t, `'a b'`, shellQuote("a b"))
+}
+
+// apiRecorder is a fake kube-apiserver that records the requests the commands send and answers
+// them (202, or the Status given for a path).
+type apiRecorder struct {
+	mu       sync.Mutex
+	requests []string
+	refuse   map[string]string // path → a Status body answered with 409
+}
+
+func (a *apiRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	a.mu.Lock()
+	a.requests = append(a.requests, r.Method+" "+r.URL.Path+" "+string(body))
+	refusal, refused := a.refuse[r.URL.Path]
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if refused {
+		w.WriteHeader(http.StatusConflict)
+		_, _ = io.WriteString(w, refusal)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func TestCommandsSendKubeVirtsRequests(t *testing.T) {
+	const base = "/apis/subresources.kubevirt.io/v1/namespaces/ns1/"
+	api := &apiRecorder{refuse: map[string]string{base + "virtualmachines/halted/stop": `{"kind":"Status","apiVersion":"v1","status":"Failure",` +
+		`"message":"Operation cannot be fulfilled on virtualmachines.kubevirt.io \"halted\": VM is not running","reason":"Conflict","code":409}`}}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"start", "vm", "--paused", "--dry-run"}, "PUT " + base + `virtualmachines/vm/start {"paused":true,"dryRun":["All"]}`},
+		{[]string{"stop", "vm", "--force", "--grace-period=0"}, "PUT " + base + `virtualmachines/vm/stop {"gracePeriod":0}`},
+		{[]string{"restart", "vm"}, "PUT " + base + `virtualmachines/vm/restart {}`},
+		{[]string{"pause", "vmi", "x"}, "PUT " + base + `virtualmachineinstances/x/pause {}`},
+		{[]string{"unpause", "vm", "x", "--dry-run"}, "PUT " + base + `virtualmachineinstances/x/unpause {"dryRun":["All"]}`},
+		{[]string{"softreboot", "x"}, "PUT " + base + `virtualmachineinstances/x/softreboot {}`},
+		{[]string{"migrate", "x"}, "PUT " + base + `virtualmachines/x/migrate {}`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			api.mu.Lock()
+			api.requests = nil
+			api.mu.Unlock()
+			streams, _, _, _ := genericiooptions.NewTestIOStreams()
+			cmd := NewCommand("virtctl", streams)
+			cmd.SetArgs(append(tc.args, "--server", srv.URL, "-n", "ns1"))
+			require.NoError(t, cmd.Execute())
+			assert.Equal(t, []string{tc.want}, api.requests)
+		})
+	}
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	cmd := NewCommand("virtctl", streams)
+	cmd.SetArgs([]string{"stop", "halted", "--server", srv.URL, "-n", "ns1"})
+	err := cmd.Execute()
+	require.Error(t, err)
+	assert.Equal(t, `Operation cannot be fulfilled on virtualmachines.kubevirt.io "halted": VM is not running`, err.Error(), "the server's own message")
+	assert.Equal(t, ExitError, ExitCode(err))
 }

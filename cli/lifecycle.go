@@ -149,7 +149,7 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 	if !o.Wait {
 		return nil
 	}
-	w := &waiter{c: o.c, name: o.Name, out: o.Out, timeout: o.Timeout}
+	w := &waiter{c: o.c, name: o.Name, out: o.Out, timeout: o.Timeout, tty: isTerminal(o.Out)}
 	if o.action == actionStop {
 		return w.stopped(ctx)
 	}

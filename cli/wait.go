@@ -27,7 +27,11 @@ type waiter struct {
 	name    string
 	out     io.Writer
 	timeout time.Duration
-	last    string
+	tty     bool // out is a terminal: a spinner shows the wait goes on
+
+	last  string
+	frame int
+	kind  string // what is waited for, when not the VM (a migration)
 }
 
 // progress is one observation, as a line.
@@ -52,8 +56,26 @@ func progress(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) str
 	return strings.Join(parts, ", ")
 }
 
-// observe reads the VM and its instance (nil when there is none) and prints a changed line.
-func (w *waiter) observe(ctx context.Context) (*virtv1.VirtualMachine, *virtv1.VirtualMachineInstance, error) {
+// spinner is drawn at the end of the output while a wait on a terminal sees no change.
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// report prints line when it changed; on a terminal a spinner line shows that the wait goes on.
+func (w *waiter) report(line string) {
+	if w.tty {
+		fmt.Fprint(w.out, "\r\033[K") // the spinner line goes
+	}
+	if line != w.last {
+		w.last = line
+		fmt.Fprintln(w.out, line)
+	}
+	if w.tty {
+		w.frame++
+		fmt.Fprintf(w.out, "%s waiting", spinner[w.frame%len(spinner)])
+	}
+}
+
+// observeVM reads the VM and its instance (nil when there is none).
+func (w *waiter) observeVM(ctx context.Context) (*virtv1.VirtualMachine, *virtv1.VirtualMachineInstance, error) {
 	key := client.ObjectKey{Namespace: w.c.namespace, Name: w.name}
 	vm := &virtv1.VirtualMachine{}
 	if err := w.c.client.Get(ctx, key, vm); err != nil {
@@ -66,43 +88,96 @@ func (w *waiter) observe(ctx context.Context) (*virtv1.VirtualMachine, *virtv1.V
 	case err != nil:
 		return nil, nil, err
 	}
-	if line := progress(vm, vmi); line != w.last {
-		w.last = line
-		fmt.Fprintln(w.out, line)
-	}
 	return vm, vmi, nil
 }
 
-// until polls done until it holds; running out of time is a timeout error saying what it waited
-// for and the last state seen.
-func (w *waiter) until(ctx context.Context, what string, done func(*virtv1.VirtualMachine, *virtv1.VirtualMachineInstance) bool) error {
+// until polls observe (which returns the progress line and whether the wait is over) until done;
+// running out of time is a timeout error saying what it waited for and the last state seen.
+func (w *waiter) until(ctx context.Context, what string, observe func(context.Context) (string, bool, error)) error {
 	pollCtx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
+	if w.tty {
+		defer fmt.Fprint(w.out, "\r\033[K")
+	}
 	// The requests run under ctx, not the poll's deadline, so time running out ends the loop
 	// between requests instead of failing one.
 	err := wait.PollUntilContextCancel(pollCtx, pollInterval, true, func(context.Context) (bool, error) {
-		vm, vmi, err := w.observe(ctx)
+		line, done, err := observe(ctx)
 		if err != nil {
 			return false, err
 		}
-		return done(vm, vmi), nil
+		w.report(line)
+		return done, nil
 	})
 	if wait.Interrupted(err) && ctx.Err() == nil {
-		return timeout(fmt.Errorf("timed out after %s waiting for vm/%s to be %s (last seen: %s)", w.timeout, w.name, what, w.last))
+		return timeout(fmt.Errorf("timed out after %s waiting for %s to be %s (last seen: %s)", w.timeout, w.what(), what, w.last))
 	}
 	return err
 }
 
+func (w *waiter) what() string {
+	if w.kind != "" {
+		return w.kind
+	}
+	return "vm/" + w.name
+}
+
+// vmState is an observe function for until: done tells when the VM and its instance are there.
+func (w *waiter) vmState(done func(*virtv1.VirtualMachine, *virtv1.VirtualMachineInstance) bool) func(context.Context) (string, bool, error) {
+	return func(ctx context.Context) (string, bool, error) {
+		vm, vmi, err := w.observeVM(ctx)
+		if err != nil {
+			return "", false, err
+		}
+		return progress(vm, vmi), done(vm, vmi), nil
+	}
+}
+
 // running waits for an instance other than notUID ("" for any) to run.
 func (w *waiter) running(ctx context.Context, notUID string) error {
-	return w.until(ctx, "Running", func(_ *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) bool {
+	return w.until(ctx, "Running", w.vmState(func(_ *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) bool {
 		return vmi != nil && string(vmi.UID) != notUID && vmi.Status.Phase == virtv1.Running
-	})
+	}))
 }
 
 // stopped waits for the instance to be gone and the VM to say Stopped.
 func (w *waiter) stopped(ctx context.Context) error {
-	return w.until(ctx, "Stopped", func(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) bool {
+	return w.until(ctx, "Stopped", w.vmState(func(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) bool {
 		return vmi == nil && vm.Status.PrintableStatus == virtv1.VirtualMachineStatusStopped
+	}))
+}
+
+// migrated waits for the newest migration of the instance created at or after since to end
+// (Succeeded, or Failed: an error), printing its phases.
+func (w *waiter) migrated(ctx context.Context, since metav1.Time) error {
+	var failed string
+	err := w.until(ctx, "Succeeded", func(ctx context.Context) (string, bool, error) {
+		list := &virtv1.VirtualMachineInstanceMigrationList{}
+		if err := w.c.client.List(ctx, list, client.InNamespace(w.c.namespace)); err != nil {
+			return "", false, err
+		}
+		var newest *virtv1.VirtualMachineInstanceMigration
+		for i := range list.Items {
+			m := &list.Items[i]
+			if m.Spec.VMIName == w.name && !m.CreationTimestamp.Before(&since) && (newest == nil || newest.CreationTimestamp.Before(&m.CreationTimestamp)) {
+				newest = m
+			}
+		}
+		if newest == nil {
+			return "migration of vmi/" + w.name + " not seen yet", false, nil
+		}
+		w.kind = "migration " + newest.Name
+		phase := newest.Status.Phase
+		if phase == "" {
+			phase = virtv1.MigrationPending
+		}
+		if phase == virtv1.MigrationFailed {
+			failed = newest.Name
+		}
+		return "migration " + newest.Name + " " + string(phase), phase == virtv1.MigrationSucceeded || phase == virtv1.MigrationFailed, nil
 	})
+	if err == nil && failed != "" {
+		return fmt.Errorf("migration %s of vmi/%s failed: see kubectl describe vmim %s", failed, w.name, failed)
+	}
+	return err
 }
