@@ -56,6 +56,12 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath stri
 	if err == nil {
 		agent, err = h.Agents.Dial(ctx, vmi, strings.NewReplacer("{namespace}", key.Namespace, "{name}", key.Name).Replace(agentPath))
 	}
+	if errors.Is(context.Cause(ctx), errShuttingDown) { // not a 500 "context canceled"
+		if agent != nil {
+			_ = agent.Close()
+		}
+		err = apierrors.NewServiceUnavailable(errShuttingDown.Error())
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return

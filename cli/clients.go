@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -63,6 +65,23 @@ func clientsFor(kube *genericclioptions.ConfigFlags, t target) (*clients, error)
 		c.namespace = t.namespace
 	}
 	return c, err
+}
+
+// kubeFlagArgs are the kubeconfig flags the user set on cmd (--server, --token, --as, --context …),
+// as arguments for another run of this binary (the dashboard's console, ssh's ProxyCommand), so
+// it reaches the same cluster as the same user.
+func kubeFlagArgs(cmd *cobra.Command) []string {
+	var args []string
+	cmd.InheritedFlags().Visit(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return args
 }
 
 // dryRun is the dryRun field of a subresource body for --dry-run.

@@ -148,7 +148,14 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		fmt.Fprintf(o.ErrOut, "\r\nconsole of vmi/%s: %s; reconnecting\r\n", o.Name, s.closeReason)
-		deadline = time.Now().Add(limit)
+		if o.expect == nil {
+			deadline = time.Now().Add(limit) // --expect keeps its deadline across reconnects
+		}
+		select { // a stream that closes at once is not redialled in a tight loop
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
 }
 
@@ -184,6 +191,7 @@ func (o *ConsoleOptions) waitRunning(ctx context.Context) error {
 		case apierrors.IsNotFound(err):
 			state = "does not exist yet"
 		case ctx.Err() != nil:
+			state = last // the deadline or an interrupt cut the request short
 		default:
 			return err
 		}
@@ -193,7 +201,10 @@ func (o *ConsoleOptions) waitRunning(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return timeout(fmt.Errorf("vmi/%s did not run within %d minutes (it %s)", o.Name, o.Timeout, last))
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return timeout(fmt.Errorf("vmi/%s did not run within %d minutes (it %s)", o.Name, o.Timeout, last))
+			}
+			return ctx.Err()
 		case <-time.After(pollInterval):
 		}
 	}

@@ -21,6 +21,7 @@ type DashboardOptions struct {
 	genericiooptions.IOStreams
 	kube          *genericclioptions.ConfigFlags
 	AllNamespaces bool
+	flagArgs      []string // the kubeconfig flags given, for the console it starts
 }
 
 func newDashboardCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -30,7 +31,10 @@ func newDashboardCommand(kube *genericclioptions.ConfigFlags, streams genericioo
 		Short:   "Watch and drive VMs in an interactive terminal dashboard",
 		Example: "  virtctl dashboard\n  virtctl dashboard -A",
 		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.flagArgs = kubeFlagArgs(cmd)
+			return o.Run(cmd.Context())
+		},
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "VMs of every namespace")
 	return cmd
@@ -46,7 +50,7 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 	if o.AllNamespaces {
 		ns, title = "", "all namespaces"
 	}
-	m := dashboard.New(title, &dashboardActions{c: c, kube: o.kube}, time.Now, os.Getenv("NO_COLOR") != "")
+	m := dashboard.New(title, &dashboardActions{c: c, flagArgs: o.flagArgs}, time.Now, os.Getenv("NO_COLOR") != "")
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out))
 	watchCtx, cancel := context.WithCancel(ctx)
 	watched := make(chan error, 1)
@@ -64,8 +68,8 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 
 // dashboardActions are the dashboard's calls, through the same subresources as the commands.
 type dashboardActions struct {
-	c    *clients
-	kube *genericclioptions.ConfigFlags
+	c        *clients
+	flagArgs []string
 }
 
 func (a *dashboardActions) in(ns string) *clients {
@@ -100,12 +104,5 @@ func (a *dashboardActions) Console(ns, name string) *exec.Cmd {
 	if err != nil {
 		self = os.Args[0]
 	}
-	args := []string{"console", name, "-n", ns}
-	if k := a.kube.KubeConfig; k != nil && *k != "" {
-		args = append(args, "--kubeconfig", *k)
-	}
-	if cx := a.kube.Context; cx != nil && *cx != "" {
-		args = append(args, "--context", *cx)
-	}
-	return exec.Command(self, args...)
+	return exec.Command(self, append(append([]string{"console", name}, a.flagArgs...), "-n", ns)...)
 }

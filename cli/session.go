@@ -67,11 +67,19 @@ func (s *session) run(ctx context.Context, input <-chan []byte, escape byte) err
 			}
 		}
 	}()
-	err := s.send(ctx, input, escape, cancel)
+	s.send(ctx, input, escape, cancel)
 	_ = s.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), noDeadline())
 	_ = s.ws.Close()
 	wg.Wait()
-	return err
+	// A failure of our own (stdout gone, the guest's stream unwritable) ends the command; the
+	// server closing the stream, a match, the escape key or time running out are outcomes.
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil, errors.Is(cause, errServerClosed), errors.Is(cause, errMatched), errors.Is(cause, errUserEnded),
+		errors.Is(cause, context.Canceled), errors.Is(cause, context.DeadlineExceeded):
+		return nil
+	}
+	return cause
 }
 
 var (
@@ -80,19 +88,19 @@ var (
 )
 
 // send copies input to the guest until ctx ends; the escape key and the input's end end it too.
-func (s *session) send(ctx context.Context, input <-chan []byte, escape byte, cancel context.CancelCauseFunc) error {
+func (s *session) send(ctx context.Context, input <-chan []byte, escape byte, cancel context.CancelCauseFunc) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case data, ok := <-input:
 			if !ok {
 				s.inputEnded = true
 				if s.expect == nil {
-					return nil
+					return
 				}
 				<-ctx.Done() // keep reading the output until --expect matches or time runs out
-				return nil
+				return
 			}
 			if escape != 0 {
 				if i := bytes.IndexByte(data, escape); i >= 0 {
@@ -101,13 +109,13 @@ func (s *session) send(ctx context.Context, input <-chan []byte, escape byte, ca
 			}
 			if len(data) > 0 {
 				if err := s.ws.WriteMessage(websocket.BinaryMessage, data); err != nil {
-					cancel(err)
-					return nil
+					cancel(errServerClosed) // the stream broke: the reader saw why, or will
+					return
 				}
 			}
 			if s.userEnded {
 				cancel(errUserEnded)
-				return nil
+				return
 			}
 		}
 	}

@@ -28,7 +28,8 @@ type SSHOptions struct {
 	LocalOpts    []string
 	Recursive    bool
 
-	args []string // ssh's or scp's arguments, built by Complete
+	args     []string // ssh's or scp's arguments, built by Complete
+	flagArgs []string // the kubeconfig flags given, for the ProxyCommand
 }
 
 func newSSHCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -40,6 +41,7 @@ func newSSHCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions
 			"  virtctl ssh vm/my-vm -l fedora --command 'uname -a'",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.flagArgs = kubeFlagArgs(cmd)
 			if err := o.Complete(cmd, args); err != nil {
 				return err
 			}
@@ -59,6 +61,7 @@ func newSCPCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions
 		Example: "  virtctl scp ./notes.txt fedora@vm/my-vm:/tmp/\n  virtctl scp -r fedora@vm/my-vm:/etc/ ./etc-copy",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.flagArgs = kubeFlagArgs(cmd)
 			if err := o.Complete(cmd, args); err != nil {
 				return err
 			}
@@ -187,11 +190,8 @@ func (o *SSHOptions) sshArgs(self, ns string, r remote) []string {
 // commonArgs are the ProxyCommand, the host key alias, the identity and the user's own options.
 func (o *SSHOptions) commonArgs(self, ns string, r remote, portFlag string) []string {
 	proxy := []string{shellQuote(self), "port-forward", "--stdio"}
-	if k := o.kube.KubeConfig; k != nil && *k != "" {
-		proxy = append(proxy, "--kubeconfig", shellQuote(*k))
-	}
-	if c := o.kube.Context; c != nil && *c != "" {
-		proxy = append(proxy, "--context", shellQuote(*c))
+	for _, a := range o.flagArgs {
+		proxy = append(proxy, shellQuote(a))
 	}
 	kind := "vmi"
 	if r.t.resource == resourceVM {
@@ -215,7 +215,7 @@ func (o *SSHOptions) commonArgs(self, ns string, r remote, portFlag string) []st
 // shellQuote quotes s for the shell ssh runs the ProxyCommand with.
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+		return !(strings.ContainsRune("/.-_:=,@+", r) || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
 	}) < 0 {
 		return s
 	}

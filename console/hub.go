@@ -100,13 +100,13 @@ func (c *shared) pump() {
 			c.mu.Unlock()
 		}
 		if err != nil {
+			c.hub.forget(c) // first: a Join from now on dials a new connection instead of joining this one
 			c.mu.Lock()
 			for v := range c.viewers {
 				delete(c.viewers, v)
 				v.end(false)
 			}
 			c.mu.Unlock()
-			c.hub.forget(c)
 			return
 		}
 	}

@@ -143,33 +143,44 @@ func TestGoldenViews(t *testing.T) {
 	}
 }
 
-// quitOnFailure ends the program once an action's failure has been shown, so the test reads the
-// final screen without racing the action's result.
-type quitOnFailure struct{ tea.Model }
+// quitAfterActions records the status line after each action's result and ends the program once
+// n results have come in, so the test reads them without racing the actions (which run as
+// concurrent commands: their order is not the UI's to guarantee).
+type quitAfterActions struct {
+	tea.Model
+	n        int
+	statuses *[]string
+}
 
-func (q quitOnFailure) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (q quitAfterActions) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m, cmd := q.Model.Update(msg)
-	if done, ok := msg.(actionDoneMsg); ok && done.err != nil {
-		return quitOnFailure{m}, tea.Sequence(cmd, tea.Quit)
+	q.Model = m
+	if _, ok := msg.(actionDoneMsg); ok {
+		*q.statuses = append(*q.statuses, m.(Model).status)
+		if q.n--; q.n == 0 {
+			return q, tea.Sequence(cmd, tea.Quit)
+		}
 	}
-	return quitOnFailure{m}, cmd
+	return q, cmd
 }
 
 // The flows through a real Bubble Tea program (teatest): filter, stop → confirmation → the request
-// sent, then restart → confirmation → its failure shown.
+// sent, restart → confirmation → its failure shown.
 func TestFlows(t *testing.T) {
 	actions := &fakeActions{fail: "restart"}
-	tm := teatest.NewTestModel(t, quitOnFailure{New("namespace demo", actions, func() time.Time { return now }, true)},
+	var statuses []string
+	tm := teatest.NewTestModel(t, quitAfterActions{New("namespace demo", actions, func() time.Time { return now }, true), 2, &statuses},
 		teatest.WithInitialTermSize(110, 20))
 	tm.Send(RowsMsg(sample()))
 	tm.Type("/web")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
 	tm.Type("sy")
 	tm.Type("ry")
-	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(quitOnFailure).Model.(Model)
-	assert.Equal(t, []string{"stop demo/web", "restart demo/web"}, actions.Calls(), "both after confirmation, on the filtered row")
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(quitAfterActions).Model.(Model)
+	assert.ElementsMatch(t, []string{"stop demo/web", "restart demo/web"}, actions.Calls(), "both after confirmation, on the filtered row")
+	assert.Contains(t, statuses, "stop web: requested")
+	assert.Contains(t, statuses, "restart web failed: the server said no")
 	screen := final.View().Content
-	assert.Contains(t, screen, "restart web failed: the server said no")
 	assert.Contains(t, screen, "filter: web")
 	assert.NotContains(t, screen, "db ", "the filter hides the other VMs")
 }

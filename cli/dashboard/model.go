@@ -128,6 +128,9 @@ func (m Model) key(k string) (tea.Model, tea.Cmd) {
 	case "q", "esc":
 		if m.mode == modeDetail {
 			m.mode = modeList
+			if m.cursor < 0 {
+				m.moveTo(0)
+			}
 			return m, nil
 		}
 		return m, tea.Quit
@@ -230,6 +233,10 @@ func (m *Model) applyFilter() {
 			m.cursor = i
 			return
 		}
+	}
+	if m.mode == modeDetail || m.mode == modeConfirm {
+		m.cursor = -1 // the VM in view is gone: say so, and act on no other one
+		return
 	}
 	m.moveTo(m.cursor)
 }
