@@ -40,13 +40,7 @@ func newSSHCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions
 		Example: "  virtctl ssh fedora@vm/my-vm -i ~/.ssh/id_ed25519\n" +
 			"  virtctl ssh vm/my-vm -l fedora --command 'uname -a'",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.flagArgs = kubeFlagArgs(cmd)
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: o.runE,
 	}
 	o.addFlags(cmd)
 	cmd.Flags().StringVarP(&o.Command, "command", "c", "", "Run this command instead of a shell")
@@ -60,17 +54,20 @@ func newSCPCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions
 		Short:   "Copy files to or from a virtual machine with the local scp (remote: [USER@]TYPE/NAME[.NAMESPACE]:PATH)",
 		Example: "  virtctl scp ./notes.txt fedora@vm/my-vm:/tmp/\n  virtctl scp -r fedora@vm/my-vm:/etc/ ./etc-copy",
 		Args:    cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.flagArgs = kubeFlagArgs(cmd)
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    o.runE,
 	}
 	o.addFlags(cmd)
 	cmd.Flags().BoolVarP(&o.Recursive, "recursive", "r", false, "Copy directories recursively")
 	return cmd
+}
+
+// runE is ssh's and scp's RunE: the kubeconfig flags for the ProxyCommand, Complete, Run.
+func (o *SSHOptions) runE(cmd *cobra.Command, args []string) error {
+	o.flagArgs = kubeFlagArgs(cmd)
+	if err := o.Complete(cmd, args); err != nil {
+		return err
+	}
+	return o.Run(cmd.Context())
 }
 
 func (o *SSHOptions) addFlags(cmd *cobra.Command) {

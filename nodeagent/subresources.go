@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -84,7 +85,7 @@ func (s *SubresourceServer) Handler() http.Handler {
 	mux.HandleFunc("PUT "+PathSoftReboot, s.softReboot)
 	mux.HandleFunc("GET "+PathConsole, s.console)
 	mux.HandleFunc("GET "+PathVNC, func(w http.ResponseWriter, r *http.Request) {
-		s.stream(w, r, "VNC display", func(ctx context.Context, l Launcher) (net.Conn, error) { return l.VNC(ctx) })
+		s.stream(w, r, "VNC display", func(ctx context.Context, pod *corev1.Pod) (io.ReadWriteCloser, error) { return s.Dial(pod).VNC(ctx) })
 	})
 	mux.HandleFunc("GET "+PathPortForward, func(w http.ResponseWriter, r *http.Request) {
 		port, err := ParsePort(r.PathValue("port"))
@@ -92,7 +93,9 @@ func (s *SubresourceServer) Handler() http.Handler {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		s.stream(w, r, fmt.Sprintf("port %d", port), func(ctx context.Context, l Launcher) (net.Conn, error) { return l.PortForward(ctx, port) })
+		s.stream(w, r, fmt.Sprintf("port %d", port), func(ctx context.Context, pod *corev1.Pod) (io.ReadWriteCloser, error) {
+			return s.Dial(pod).PortForward(ctx, port)
+		})
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
@@ -164,26 +167,13 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state 
 	w.WriteHeader(http.StatusOK)
 }
 
-// console joins the caller to the guest's serial console (a websocket) until either side leaves.
+// console joins the caller to the guest's serial console (a websocket) until either side leaves;
+// every viewer of one guest shares one connection to its console (console.Hub).
 func (s *SubresourceServer) console(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	_, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
-	if code != http.StatusOK {
-		writeError(w, code, msg)
-		return
-	}
-	l := s.Dial(pod)
-	viewer, err := s.Consoles.Join(string(pod.UID), func() (net.Conn, error) { return l.SerialConsole(ctx) })
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "the guest's serial console does not answer: "+err.Error())
-		return
-	}
-	ws, err := console.Upgrade(w, r)
-	if err != nil {
-		_ = viewer.Close() // Upgrade answered the client
-		return
-	}
-	_ = console.Serve(ctx, ws, viewer)
+	s.stream(w, r, "serial console", func(ctx context.Context, pod *corev1.Pod) (io.ReadWriteCloser, error) {
+		l := s.Dial(pod)
+		return s.Consoles.Join(string(pod.UID), func() (net.Conn, error) { return l.SerialConsole(ctx) })
+	})
 }
 
 // softReboot asks the instance's launcher for an ACPI reboot.
@@ -201,16 +191,16 @@ func (s *SubresourceServer) softReboot(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// stream connects the caller's websocket to one new connection to the guest (VNC, a port) that
-// dial opens, until either side leaves.
-func (s *SubresourceServer) stream(w http.ResponseWriter, r *http.Request, what string, dial func(context.Context, Launcher) (net.Conn, error)) {
+// stream connects the caller's websocket to the stream of the guest (its console, VNC, a port)
+// that dial opens for the instance's launcher Pod, until either side leaves.
+func (s *SubresourceServer) stream(w http.ResponseWriter, r *http.Request, what string, dial func(context.Context, *corev1.Pod) (io.ReadWriteCloser, error)) {
 	ctx := r.Context()
 	_, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
 	if code != http.StatusOK {
 		writeError(w, code, msg)
 		return
 	}
-	conn, err := dial(ctx, s.Dial(pod))
+	conn, err := dial(ctx, pod)
 	if err != nil {
 		var lerr *launcherclient.Error
 		if errors.As(err, &lerr) {
