@@ -3,17 +3,27 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/gorilla/websocket"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/cli/dashboard"
+	"github.com/podvirt/podvirt/console"
 )
 
 // DashboardOptions is `dashboard`: the terminal UI of the namespace's VMs (or all, -A).
@@ -40,26 +50,27 @@ func newDashboardCommand(kube *genericclioptions.ConfigFlags, streams genericioo
 	return cmd
 }
 
-// Run shows the dashboard until the user quits; the watches end with it.
+// Run shows the dashboard until the user quits; the watches and VNC proxies end with it.
 func (o *DashboardOptions) Run(ctx context.Context) error {
 	c, err := newClients(o.kube)
 	if err != nil {
 		return err
 	}
-	ns, title := c.namespace, "namespace "+c.namespace
+	ns := c.namespace
 	if o.AllNamespaces {
-		ns, title = "", "all namespaces"
+		ns = ""
 	}
-	m := dashboard.New(title, &dashboardActions{c: c, flagArgs: o.flagArgs}, time.Now, os.Getenv("NO_COLOR") != "")
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out))
-	watchCtx, cancel := context.WithCancel(ctx)
-	watched := make(chan error, 1)
-	go func() { watched <- dashboard.Watch(watchCtx, c.client, ns, p.Send) }()
+	// client-go logs watch errors to stderr, which would tear the screen: the header says them.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	var p *tea.Program
+	src := dashboard.NewSource(c.client, func(msg tea.Msg) { p.Send(msg) })
+	actions := &dashboardActions{c: c, flagArgs: o.flagArgs}
+	m := dashboard.New(ns, actions, src, time.Now, os.Getenv("NO_COLOR") != "")
+	p = tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out))
 	_, runErr := p.Run()
-	cancel()
-	if err := <-watched; err != nil && runErr == nil {
-		runErr = err
-	}
+	src.Stop()
+	actions.close()
 	if runErr != nil {
 		return fmt.Errorf("dashboard: %w", runErr)
 	}
@@ -67,9 +78,14 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 }
 
 // dashboardActions are the dashboard's calls, through the same subresources as the commands.
+// It owns the VNC proxies it starts, until close.
 type dashboardActions struct {
 	c        *clients
 	flagArgs []string
+
+	mu   sync.Mutex
+	vnc  map[string]string // namespace/name → the proxy's address
+	stop []func()          // end the VNC proxies and wait for them
 }
 
 func (a *dashboardActions) in(ns string) *clients {
@@ -78,24 +94,84 @@ func (a *dashboardActions) in(ns string) *clients {
 	return &c
 }
 
-func (a *dashboardActions) Start(ctx context.Context, ns, name string) error {
-	return a.in(ns).put(ctx, resourceVM, name, string(actionStart), subv1.StartOptions{})
+// Do carries out act through the API.
+func (a *dashboardActions) Do(ctx context.Context, act dashboard.Action, kind dashboard.Kind, ns, name string) (string, error) {
+	c := a.in(ns)
+	switch act {
+	case dashboard.ActStart:
+		return "", c.put(ctx, resourceVM, name, string(actionStart), subv1.StartOptions{})
+	case dashboard.ActStop:
+		return "", c.put(ctx, resourceVM, name, string(actionStop), subv1.StopOptions{})
+	case dashboard.ActForceStop:
+		return "", c.put(ctx, resourceVM, name, string(actionStop), subv1.StopOptions{GracePeriod: ptr.To[int64](0)})
+	case dashboard.ActRestart:
+		return "", c.put(ctx, resourceVM, name, string(actionRestart), subv1.RestartOptions{})
+	case dashboard.ActPause:
+		return "", c.put(ctx, resourceVMI, name, "pause", subv1.PauseOptions{})
+	case dashboard.ActUnpause:
+		return "", c.put(ctx, resourceVMI, name, "unpause", subv1.UnpauseOptions{})
+	case dashboard.ActMigrate:
+		if kind == dashboard.KindVM {
+			return "", c.put(ctx, resourceVM, name, "migrate", subv1.MigrateOptions{})
+		}
+		mig := &virtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-migration-"},
+			Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: name}}
+		return "", c.client.Create(ctx, mig)
+	case dashboard.ActDelete:
+		return "", c.client.Delete(ctx, objectOf(kind, ns, name))
+	case dashboard.ActVNC:
+		return a.serveVNC(c, name)
+	}
+	return "", fmt.Errorf("unknown action %q", act)
 }
 
-func (a *dashboardActions) Stop(ctx context.Context, ns, name string) error {
-	return a.in(ns).put(ctx, resourceVM, name, string(actionStop), subv1.StopOptions{})
+// objectOf is the object of kind ns/name, for a delete.
+func objectOf(kind dashboard.Kind, ns, name string) client.Object {
+	meta := metav1.ObjectMeta{Namespace: ns, Name: name}
+	switch kind {
+	case dashboard.KindVMI:
+		return &virtv1.VirtualMachineInstance{ObjectMeta: meta}
+	case dashboard.KindVMIRS:
+		return &virtv1.VirtualMachineInstanceReplicaSet{ObjectMeta: meta}
+	default:
+		return &virtv1.VirtualMachine{ObjectMeta: meta}
+	}
 }
 
-func (a *dashboardActions) Restart(ctx context.Context, ns, name string) error {
-	return a.in(ns).put(ctx, resourceVM, name, string(actionRestart), subv1.RestartOptions{})
+// serveVNC serves the instance's display on a free loopback port until the dashboard ends (once
+// per instance: asked again, it says where).
+func (a *dashboardActions) serveVNC(c *clients, name string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := c.namespace + "/" + name
+	if addr, ok := a.vnc[key]; ok {
+		return fmt.Sprintf("VNC of %s already on %s", key, addr), nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("listen for VNC: %w", err)
+	}
+	path := c.subresourcePath(resourceVMI, name, "vnc")
+	dial := func(ctx context.Context) (*websocket.Conn, error) { return console.DialAPI(ctx, c.config, path) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = serveLocal(ctx, ln, dial, io.Discard) }()
+	if a.vnc == nil {
+		a.vnc = map[string]string{}
+	}
+	a.vnc[key] = ln.Addr().String()
+	a.stop = append(a.stop, func() { cancel(); <-done })
+	return fmt.Sprintf("VNC of %s on %s (any VNC client; open until you quit)", key, ln.Addr()), nil
 }
 
-func (a *dashboardActions) Pause(ctx context.Context, ns, name string) error {
-	return a.in(ns).put(ctx, resourceVMI, name, "pause", subv1.PauseOptions{})
-}
-
-func (a *dashboardActions) Unpause(ctx context.Context, ns, name string) error {
-	return a.in(ns).put(ctx, resourceVMI, name, "unpause", subv1.UnpauseOptions{})
+// close ends the VNC proxies.
+func (a *dashboardActions) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, stop := range a.stop {
+		stop()
+	}
+	a.stop, a.vnc = nil, nil
 }
 
 // Console runs this binary's console command with the same kubeconfig flags.

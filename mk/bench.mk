@@ -21,5 +21,7 @@ bench-virtctl: cluster-ensure-up virtctl ## Measure virtctl start --wait vs kube
 		go test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) -run '^$$' -bench BenchmarkVirtctl -benchtime 1x ./tests/bench/
 
 .PHONY: bench-dashboard
-bench-dashboard: ## Dashboard at 1,000 VMs (fake source): first render, per watch event, per keypress; prints figures
-	go test -count=1 -run '^$$' -bench . -benchmem ./cli/dashboard/
+bench-dashboard: ## Dashboard at 1,000 VMs: render, watch event and keypress (fake source), then over a real apiserver watch (first snapshot, heap, CPU per event); prints figures
+	go test -short -count=1 -run '^$$' -bench 'FirstRender|WatchEvent|Keypress' -benchmem ./cli/dashboard/
+	KUBEBUILDER_ASSETS=$$(hack/kube-binaries.sh kube-apiserver etcd kube-controller-manager) \
+		go test -count=1 -run '^$$' -bench WatchAt1000 -benchtime 1x ./cli/dashboard/

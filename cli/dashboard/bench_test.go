@@ -28,11 +28,15 @@ func thousand() ([]virtv1.VirtualMachine, []virtv1.VirtualMachineInstance) {
 	return vms, vmis
 }
 
+func snapshotOf(vms []virtv1.VirtualMachine, vmis []virtv1.VirtualMachineInstance) SnapshotMsg {
+	return SnapshotMsg{Namespace: "demo", VMs: Rows(vms, vmis), VMIs: InstanceRows(vmis)}
+}
+
 // BenchmarkFirstRender: the first snapshot of 1,000 VMs joined, taken in and drawn.
 func BenchmarkFirstRender(b *testing.B) {
 	vms, vmis := thousand()
 	for b.Loop() {
-		m, _ := New("demo", &fakeActions{}, time.Now, false).Update(RowsMsg(Rows(vms, vmis)))
+		m, _ := New("demo", &fakeActions{}, &fakeWatcher{}, time.Now, false).Update(snapshotOf(vms, vmis))
 		_ = m.View()
 	}
 }
@@ -40,9 +44,9 @@ func BenchmarkFirstRender(b *testing.B) {
 // BenchmarkWatchEvent: one watch event at 1,000 VMs (a new snapshot joined, taken in, drawn).
 func BenchmarkWatchEvent(b *testing.B) {
 	vms, vmis := thousand()
-	m, _ := New("demo", &fakeActions{}, time.Now, false).Update(RowsMsg(Rows(vms, vmis)))
+	m, _ := New("demo", &fakeActions{}, &fakeWatcher{}, time.Now, false).Update(snapshotOf(vms, vmis))
 	for b.Loop() {
-		m, _ = m.Update(RowsMsg(Rows(vms, vmis)))
+		m, _ = m.Update(snapshotOf(vms, vmis))
 		_ = m.View()
 	}
 }
@@ -50,7 +54,7 @@ func BenchmarkWatchEvent(b *testing.B) {
 // BenchmarkKeypress: moving the cursor at 1,000 VMs, drawn after each key.
 func BenchmarkKeypress(b *testing.B) {
 	vms, vmis := thousand()
-	m, _ := New("demo", &fakeActions{}, time.Now, false).Update(RowsMsg(Rows(vms, vmis)))
+	m, _ := New("demo", &fakeActions{}, &fakeWatcher{}, time.Now, false).Update(snapshotOf(vms, vmis))
 	m, _ = m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	down := tea.KeyPressMsg{Code: tea.KeyDown}
 	for b.Loop() {

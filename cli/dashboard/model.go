@@ -1,38 +1,25 @@
 package dashboard
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"time"
 
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 )
 
-// Actions are the calls the dashboard makes on a VM (subresources through the API). They run in
-// commands, never in Update.
-type Actions interface {
-	Start(ctx context.Context, namespace, name string) error
-	Stop(ctx context.Context, namespace, name string) error
-	Restart(ctx context.Context, namespace, name string) error
-	Pause(ctx context.Context, namespace, name string) error
-	Unpause(ctx context.Context, namespace, name string) error
-	// Console is the command that attaches the terminal to the VM's console until its escape key.
-	Console(namespace, name string) *exec.Cmd
+// Watcher is the Source as the model drives it; its methods are called from commands only.
+type Watcher interface {
+	// Watch replaces the list watch with one of namespace ("" for all).
+	Watch(namespace string)
+	// WatchEvents replaces the events watch with one for namespace/name (name "" ends it).
+	WatchEvents(namespace, name string)
 }
 
-// Messages.
-type (
-	// RowsMsg replaces the rows (the Source's snapshot after a watch event).
-	RowsMsg []Row
-	// ConnMsg reports the watch connection: Err non-nil while disconnected.
-	ConnMsg struct{ Err error }
-	// actionDoneMsg ends an action; err is shown in the status line.
-	actionDoneMsg struct {
-		what string
-		err  error
-	}
-)
+// tickMsg redraws the ages once a second.
+type tickMsg time.Time
 
 type mode int
 
@@ -42,81 +29,127 @@ const (
 	modeHelp
 	modeConfirm
 	modeFilter
+	modeCommand
 )
 
 // Model is the dashboard's state.
 type Model struct {
 	actions Actions
+	watcher Watcher
 	now     func() time.Time
-	title   string
+	plain   bool // no colours (NO_COLOR, golden tests)
 
-	rows     []Row
-	shown    []Row // rows after the filter
+	namespace string // "" for all
+	kind      Kind
+	lists     [3][]Row // by Kind
+	synced    bool
+	connErr   error
+	events    EventsMsg // of the object in the detail view
+
+	shown    []Row // the kind's rows after the filter, sorted
 	cursor   int
-	mode     mode
+	focus    string // the selected row's key: the cursor follows it as rows change
 	filter   string
+	sortBy   sortColumn
+	sortDesc bool
+
+	mode     mode
+	previous mode // the mode a confirmation, the help or a command returns to
+	command  string
+	confirm  pendingAction
+	status   string
+	inFlight int        // actions running
+	follow   *following // the last action, until the list shows its outcome
+	spin     spinner.Model
+	help     help.Model
 	width    int
 	height   int
-	connErr  error
-	status   string
-	confirm  pendingAction
-	synced   bool
-	previous mode   // the mode a confirmation or the help returns to
-	focus    string // the selected VM's key: the cursor follows it as rows change
-	plain    bool   // no colours (NO_COLOR, golden tests)
 }
 
-// pendingAction waits for the user's confirmation.
-type pendingAction struct {
-	what string
-	row  Row
-	run  func(context.Context, string, string) error
+// New is the model of a dashboard of namespace ("" for all), acting through actions and watching
+// through watcher; plain renders without colours.
+func New(namespace string, actions Actions, watcher Watcher, now func() time.Time, plain bool) Model {
+	m := Model{actions: actions, watcher: watcher, now: now, namespace: namespace, plain: plain, width: 80, height: 24,
+		spin: spinner.New(spinner.WithSpinner(spinner.MiniDot)), help: help.New()}
+	m.help.SetWidth(m.width)
+	m.setStyles(true)
+	return m
 }
 
-// New is the model of a dashboard titled title (e.g. the namespace), acting through actions;
-// plain renders without colours.
-func New(title string, actions Actions, now func() time.Time, plain bool) Model {
-	return Model{actions: actions, now: now, title: title, width: 80, height: 24, plain: plain}
+// Init starts the watch, the clock and asks the terminal for its background (light or dark).
+func (m Model) Init() tea.Cmd {
+	return tea.Batch(m.watch(), m.tick(), tea.RequestBackgroundColor)
 }
 
-// Init starts nothing: the Source sends rows.
-func (m Model) Init() tea.Cmd { return nil }
+func (m Model) watch() tea.Cmd {
+	w, ns := m.watcher, m.namespace
+	return func() tea.Msg { w.Watch(ns); return nil }
+}
 
-// Update handles one message; it does no I/O (actions are returned as commands).
+func (m Model) tick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// Update handles one message; it does no I/O (watches and actions are returned as commands).
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
-	case RowsMsg:
-		m.rows, m.synced = msg, true
+		m.help.SetWidth(msg.Width)
+	case tea.BackgroundColorMsg:
+		m.setStyles(msg.IsDark())
+	case tickMsg:
+		return m, m.tick()
+	case spinner.TickMsg:
+		if !m.busy() {
+			return m, nil // stop ticking
+		}
+		var cmd tea.Cmd
+		m.spin, cmd = m.spin.Update(msg)
+		return m, cmd
+	case SnapshotMsg:
+		if msg.Namespace != m.namespace {
+			return m, nil // a watch replaced since
+		}
+		m.lists, m.synced = [3][]Row{KindVM: msg.VMs, KindVMI: msg.VMIs, KindVMIRS: msg.ReplicaSets}, true
 		m.applyFilter()
+		m.checkFollow()
+	case EventsMsg:
+		m.events = msg
 	case ConnMsg:
 		m.connErr = msg.Err
 	case actionDoneMsg:
-		if msg.err != nil {
-			m.status = fmt.Sprintf("%s failed: %v", msg.what, msg.err)
-		} else {
-			m.status = msg.what + ": requested"
-		}
+		return m.actionDone(msg)
 	case tea.KeyPressMsg:
-		return m.key(msg.String())
+		return m.key(msg)
 	}
 	return m, nil
 }
 
+// setStyles picks the help's colours for the terminal's background.
+func (m *Model) setStyles(dark bool) {
+	if m.plain {
+		m.help.Styles = help.Styles{}
+		return
+	}
+	m.help.Styles = help.DefaultStyles(dark)
+}
+
 // key handles a key press in the current mode.
-func (m Model) key(k string) (tea.Model, tea.Cmd) {
-	if k == "ctrl+c" {
+func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if key.Matches(msg, keys.Quit) {
 		return m, tea.Quit
 	}
 	switch m.mode {
 	case modeFilter:
-		return m.filterKey(k), nil
+		return m.filterKey(msg), nil
+	case modeCommand:
+		return m.commandKey(msg)
 	case modeConfirm:
-		if k == "y" || k == "enter" {
+		if s := msg.String(); s == "y" || s == "enter" {
 			p := m.confirm
-			m.mode, m.status = m.previous, p.what+" "+p.row.Name+"…"
-			return m, m.run(p)
+			m.mode = m.previous
+			return m.start(p)
 		}
 		m.mode, m.status = m.previous, "cancelled"
 		return m, nil
@@ -124,108 +157,151 @@ func (m Model) key(k string) (tea.Model, tea.Cmd) {
 		m.mode = m.previous
 		return m, nil
 	}
-	switch k {
-	case "q", "esc":
+	switch {
+	case key.Matches(msg, keys.Back):
 		if m.mode == modeDetail {
-			m.mode = modeList
-			if m.cursor < 0 {
-				m.moveTo(0)
-			}
+			return m.leaveDetail()
+		}
+		if msg.String() == "esc" && m.filter != "" { // esc first clears the filter, as in k9s
+			m.filter = ""
+			m.applyFilter()
 			return m, nil
 		}
 		return m, tea.Quit
-	case "up", "k":
+	case key.Matches(msg, keys.Up):
 		m.moveTo(m.cursor - 1)
-	case "down", "j":
+	case key.Matches(msg, keys.Down):
 		m.moveTo(m.cursor + 1)
-	case "enter":
-		if _, ok := m.selected(); ok {
-			m.mode = modeDetail
-		}
-	case "?":
+	case key.Matches(msg, keys.Top):
+		m.moveTo(0)
+	case key.Matches(msg, keys.Bottom):
+		m.moveTo(len(m.shown) - 1)
+	case key.Matches(msg, keys.Detail):
+		return m.enterDetail()
+	case key.Matches(msg, keys.Help):
 		m.previous, m.mode = m.mode, modeHelp
-	case "/":
+	case key.Matches(msg, keys.Filter) && m.mode == modeList:
 		m.mode = modeFilter
+	case key.Matches(msg, keys.Command):
+		m.previous, m.mode, m.command = m.mode, modeCommand, ""
 	default:
-		return m.action(k)
+		if col, ok := sortKeys[msg.String()]; ok && m.mode == modeList {
+			m.sortDesc = col == m.sortBy && !m.sortDesc
+			m.sortBy = col
+			m.applyFilter()
+			return m, nil
+		}
+		return m.action(msg)
 	}
 	return m, nil
 }
 
+func (m Model) enterDetail() (tea.Model, tea.Cmd) {
+	row, ok := m.selected()
+	if !ok {
+		return m, nil
+	}
+	m.mode, m.events = modeDetail, EventsMsg{}
+	w := m.watcher
+	return m, func() tea.Msg { w.WatchEvents(row.Namespace, row.Name); return nil }
+}
+
+func (m Model) leaveDetail() (tea.Model, tea.Cmd) {
+	m.mode = modeList
+	if m.cursor < 0 {
+		m.moveTo(0)
+	}
+	w := m.watcher
+	return m, func() tea.Msg { w.WatchEvents("", ""); return nil }
+}
+
 // filterKey edits the filter; enter or esc leaves filter mode (esc also clears it).
-func (m Model) filterKey(k string) Model {
-	switch k {
-	case "enter":
-		m.mode = modeList
-	case "esc":
-		m.filter, m.mode = "", modeList
-	case "backspace":
-		if m.filter != "" {
-			m.filter = m.filter[:len(m.filter)-1]
-		}
-	default:
-		if len(k) == 1 {
-			m.filter += k
-		} else if k == "space" {
-			m.filter += " "
-		}
+func (m Model) filterKey(msg tea.KeyPressMsg) Model {
+	m.filter, m.mode = edit(m.filter, m.mode, msg)
+	if msg.String() == "esc" {
+		m.filter = ""
 	}
 	m.applyFilter()
 	return m
 }
 
-// action maps s (start/stop), r (restart), p (pause/unpause) and c (console) to the selected VM;
-// stopping and restarting ask first.
-func (m Model) action(k string) (tea.Model, tea.Cmd) {
-	row, ok := m.selected()
-	if !ok {
-		return m, nil
+// commandKey edits the `:` command line and runs it on enter.
+func (m Model) commandKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if msg.String() == "enter" {
+		m.mode = m.previous
+		if m.mode == modeDetail {
+			m.mode = modeList // a command changes what the list shows
+		}
+		return m.runCommand(m.command)
 	}
-	var p pendingAction
-	switch k {
-	case "s":
-		if row.Running {
-			p = pendingAction{what: "stop", row: row, run: m.actions.Stop}
-		} else {
-			return m, m.run(pendingAction{what: "start", row: row, run: m.actions.Start})
-		}
-	case "r":
-		p = pendingAction{what: "restart", row: row, run: m.actions.Restart}
-	case "p":
-		if row.Status == "Paused" {
-			return m, m.run(pendingAction{what: "unpause", row: row, run: m.actions.Unpause})
-		}
-		return m, m.run(pendingAction{what: "pause", row: row, run: m.actions.Pause})
-	case "c":
-		if row.Phase != "Running" {
-			m.status = row.Name + " is not running: start it first (s)"
-			return m, nil
-		}
-		cmd := m.actions.Console(row.Namespace, row.Name)
-		return m, tea.ExecProcess(cmd, func(err error) tea.Msg { return actionDoneMsg{what: "console of " + row.Name, err: err} })
-	default:
-		return m, nil
+	m.command, m.mode = edit(m.command, modeCommand, msg)
+	if m.mode != modeCommand { // esc
+		m.mode = m.previous
 	}
-	m.previous, m.mode, m.confirm = m.mode, modeConfirm, p
 	return m, nil
 }
 
-// run is the command that carries out p.
-func (m Model) run(p pendingAction) tea.Cmd {
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return actionDoneMsg{what: p.what + " " + p.row.Name, err: p.run(ctx, p.row.Namespace, p.row.Name)}
+// edit applies a key to a one-line input: printable keys and space append, backspace deletes,
+// enter and esc end it (back to the list).
+func edit(line string, md mode, msg tea.KeyPressMsg) (string, mode) {
+	switch k := msg.String(); k {
+	case "enter", "esc":
+		return line, modeList
+	case "backspace":
+		if r := []rune(line); len(r) > 0 {
+			line = string(r[:len(r)-1])
+		}
+	case "space":
+		line += " "
+	default:
+		line += msg.Text
 	}
+	return line, md
 }
 
-// applyFilter recomputes the shown rows and keeps the cursor on the focused VM.
+// runCommand carries out a `:` command: a kind to list, a namespace to watch, or quit.
+func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
+	verb, arg := parseCommand(line)
+	if kind, ok := commands[verb]; ok {
+		m.kind, m.cursor, m.focus = kind, 0, ""
+		m.applyFilter()
+		return m, nil
+	}
+	switch verb {
+	case "":
+		return m, nil
+	case "q", "q!", "quit":
+		return m, tea.Quit
+	case "help":
+		m.previous, m.mode = modeList, modeHelp
+		return m, nil
+	case "ns", "namespace":
+		if arg == "" {
+			m.status = "usage: :ns NAME (or :ns all)"
+			return m, nil
+		}
+		if allNamespaces[arg] {
+			arg = ""
+		}
+		m.namespace, m.synced, m.lists, m.shown, m.cursor, m.focus = arg, false, [3][]Row{}, nil, 0, ""
+		m.status = ""
+		return m, m.watch()
+	}
+	m.status = fmt.Sprintf("unknown command %q: try :vm, :vmi, :vmirs, :ns NAME, :ns all, :q", line)
+	return m, nil
+}
+
+// applyFilter recomputes the shown rows of the current kind and keeps the cursor on the focused row.
 func (m *Model) applyFilter() {
-	shown := make([]Row, 0, len(m.rows))
-	for _, r := range m.rows {
+	rows := m.lists[m.kind]
+	shown := make([]Row, 0, len(rows))
+	for _, r := range rows {
 		if r.matches(m.filter) {
 			shown = append(shown, r)
 		}
+	}
+	if m.sortBy != sortByName || m.sortDesc { // rows arrive sorted by name
+		sortRows(shown, m.sortBy, m.sortDesc)
 	}
 	m.shown = shown
 	for i, r := range shown {
@@ -234,8 +310,8 @@ func (m *Model) applyFilter() {
 			return
 		}
 	}
-	if m.mode == modeDetail || m.mode == modeConfirm {
-		m.cursor = -1 // the VM in view is gone: say so, and act on no other one
+	if m.focus != "" && (m.mode == modeDetail || m.mode == modeConfirm) {
+		m.cursor = -1 // the object in view is gone: say so, and act on no other one
 		return
 	}
 	m.moveTo(m.cursor)
@@ -254,4 +330,12 @@ func (m Model) selected() (Row, bool) {
 		return Row{}, false
 	}
 	return m.shown[m.cursor], true
+}
+
+// title names what is watched.
+func (m Model) title() string {
+	if m.namespace == "" {
+		return "all namespaces"
+	}
+	return "namespace " + m.namespace
 }

@@ -3,11 +3,16 @@ package dashboard
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -21,12 +26,120 @@ import (
 // (1,000 VMs listed at once) renders once, not 1,000 times.
 const coalesce = 50 * time.Millisecond
 
-// Watch feeds send with RowsMsg snapshots of the VMs and instances in namespace ("" for all),
-// from informers (list, then watch; a dropped watch is re-established by the informer, and
-// ConnMsg says so meanwhile), until ctx ends. It returns once the informers have stopped.
-func Watch(ctx context.Context, c client.WithWatch, namespace string, send func(tea.Msg)) error {
-	vms := informer(c, namespace, &virtv1.VirtualMachine{}, func() client.ObjectList { return &virtv1.VirtualMachineList{} })
-	vmis := informer(c, namespace, &virtv1.VirtualMachineInstance{}, func() client.ObjectList { return &virtv1.VirtualMachineInstanceList{} })
+// recentEvents is how many events the detail view gets (it shows the newest that fit).
+const recentEvents = 30
+
+// Messages the Source sends.
+type (
+	// SnapshotMsg is everything listed in Namespace ("" for all) after a burst of watch events.
+	SnapshotMsg struct {
+		Namespace              string
+		VMs, VMIs, ReplicaSets []Row
+	}
+	// EventsMsg is the recent events of the object Key (namespace/name), newest last.
+	EventsMsg struct {
+		Key    string
+		Events []Event
+	}
+	// ConnMsg reports the watch connection: Err non-nil while disconnected.
+	ConnMsg struct{ Err error }
+)
+
+// Event is one Kubernetes event about a VM, its instance or its launcher Pod.
+type Event struct {
+	Type, Reason, Message, Object string
+	Last                          time.Time
+	Count                         int32
+}
+
+// Source watches what the dashboard shows (list, then watch, through informers: never polling)
+// and sends it to the program. Its watches run until replaced or until Stop.
+type Source struct {
+	c    client.WithWatch
+	send func(tea.Msg)
+
+	mu           sync.Mutex
+	list, events func() // stop the current watch and wait for it
+	conn         connState
+}
+
+// NewSource is a Source reading through c and sending to send (the program's Send).
+func NewSource(c client.WithWatch, send func(tea.Msg)) *Source {
+	s := &Source{c: c, send: send}
+	s.conn.send = send
+	return s
+}
+
+// Watch replaces the list watch with one of namespace ("" for all); it returns at once.
+func (s *Source) Watch(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.list != nil {
+		s.list()
+	}
+	s.list = start(func(ctx context.Context) { s.watchList(ctx, namespace) })
+}
+
+// WatchEvents replaces the events watch with one for namespace/name (name "" ends it).
+func (s *Source) WatchEvents(namespace, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.events != nil {
+		s.events()
+		s.events = nil
+	}
+	if name != "" {
+		s.events = start(func(ctx context.Context) { s.watchEvents(ctx, namespace, name) })
+	}
+}
+
+// Stop ends every watch and waits for them.
+func (s *Source) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, stop := range []func(){s.list, s.events} {
+		if stop != nil {
+			stop()
+		}
+	}
+	s.list, s.events = nil, nil
+}
+
+// start runs run in a goroutine; the function returned cancels it and waits for it to return.
+func start(run func(context.Context)) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); run(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// watchList sends a SnapshotMsg after each burst of changes to the VMs, instances and replica
+// sets of namespace, until ctx ends.
+func (s *Source) watchList(ctx context.Context, namespace string) {
+	vms := s.informer(ctx, "virtualmachines", namespace, &virtv1.VirtualMachine{}, func() client.ObjectList { return &virtv1.VirtualMachineList{} })
+	vmis := s.informer(ctx, "virtualmachineinstances", namespace, &virtv1.VirtualMachineInstance{}, func() client.ObjectList { return &virtv1.VirtualMachineInstanceList{} })
+	sets := s.informer(ctx, "virtualmachineinstancereplicasets", namespace, &virtv1.VirtualMachineInstanceReplicaSet{},
+		func() client.ObjectList { return &virtv1.VirtualMachineInstanceReplicaSetList{} })
+	s.runInformers(ctx, func() {
+		vmList := itemsOf[virtv1.VirtualMachine](vms)
+		vmiList := itemsOf[virtv1.VirtualMachineInstance](vmis)
+		s.send(SnapshotMsg{Namespace: namespace, VMs: Rows(vmList, vmiList), VMIs: InstanceRows(vmiList),
+			ReplicaSets: ReplicaSetRows(itemsOf[virtv1.VirtualMachineInstanceReplicaSet](sets))})
+	}, vms, vmis, sets)
+}
+
+// watchEvents sends an EventsMsg after each burst of events about namespace/name (the VM, its
+// instance or replica set of that name, or its launcher Pod), until ctx ends.
+func (s *Source) watchEvents(ctx context.Context, namespace, name string) {
+	events := s.informer(ctx, "events", namespace, &corev1.Event{}, func() client.ObjectList { return &corev1.EventList{} })
+	s.runInformers(ctx, func() {
+		s.send(EventsMsg{Key: namespace + "/" + name, Events: eventsAbout(itemsOf[corev1.Event](events), name)})
+	}, events)
+}
+
+// runInformers runs the informers until ctx ends, calling snapshot once they have synced and after
+// each burst of changes; it returns once they have stopped.
+func (s *Source) runInformers(ctx context.Context, snapshot func(), infs ...toolscache.SharedIndexInformer) {
 	changed := make(chan struct{}, 1)
 	notify := func() {
 		select {
@@ -34,59 +147,135 @@ func Watch(ctx context.Context, c client.WithWatch, namespace string, send func(
 		default:
 		}
 	}
-	for _, inf := range []toolscache.SharedIndexInformer{vms, vmis} {
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { notify() }, UpdateFunc: func(any, any) { notify() }, DeleteFunc: func(any) { notify() },
-		}); err != nil {
-			return fmt.Errorf("watch: %w", err)
-		}
-		if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
-			if !errors.Is(err, context.Canceled) {
-				send(ConnMsg{Err: err})
-			}
-		}); err != nil {
-			return fmt.Errorf("watch: %w", err)
-		}
-	}
 	var wg sync.WaitGroup
-	for _, inf := range []toolscache.SharedIndexInformer{vms, vmis} {
+	defer wg.Wait()
+	synced := make([]toolscache.InformerSynced, 0, len(infs))
+	for _, inf := range infs {
+		// Registering a handler and an error handler fails only on a started informer; these are new.
+		_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { notify() }, UpdateFunc: func(any, any) { notify() }, DeleteFunc: func(any) { notify() },
+		})
+		synced = append(synced, inf.HasSynced)
 		wg.Add(1)
 		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
 	}
-	defer wg.Wait()
-	if !toolscache.WaitForCacheSync(ctx.Done(), vms.HasSynced, vmis.HasSynced) {
-		return nil // ctx ended first
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		return // ctx ended first
 	}
 	notify()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-changed:
 		}
 		select { // gather a burst
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(coalesce):
 		}
-		send(ConnMsg{})
-		send(RowsMsg(Rows(itemsOf[virtv1.VirtualMachine](vms), itemsOf[virtv1.VirtualMachineInstance](vmis))))
+		snapshot()
 	}
 }
 
-// informer lists and watches one kind through c.
-func informer(c client.WithWatch, namespace string, example client.Object, newList func() client.ObjectList) toolscache.SharedIndexInformer {
+// informer lists and watches one kind through c, reporting each list or watch call's outcome
+// as the connection's state under name.
+func (s *Source) informer(ctx context.Context, name, namespace string, example client.Object, newList func() client.ObjectList) toolscache.SharedIndexInformer {
+	report := func(err error) {
+		if ctx.Err() == nil {
+			s.conn.set(name, err)
+		}
+	}
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			list := newList()
-			err := c.List(ctx, list, client.InNamespace(namespace), &client.ListOptions{Raw: &opts})
+			err := s.c.List(ctx, list, client.InNamespace(namespace), &client.ListOptions{Raw: &opts})
+			report(err)
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, newList(), client.InNamespace(namespace), &client.ListOptions{Raw: &opts})
+			// The reflector retries a refused watch by itself, without its error handler: this is
+			// where an apiserver that is down shows.
+			w, err := s.c.Watch(ctx, newList(), client.InNamespace(namespace), &client.ListOptions{Raw: &opts})
+			report(err)
+			return w, err
 		},
 	}
-	return toolscache.NewSharedIndexInformer(lw, example, 0, toolscache.Indexers{})
+	inf := toolscache.NewSharedIndexInformer(lw, example, 0, toolscache.Indexers{})
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
+		if !normalWatchEnd(err) {
+			report(err)
+		}
+	})
+	return inf
+}
+
+// normalWatchEnd reports errors that end a watch without any loss of connection: the server
+// closing it, or an expired resource version (the reflector lists again).
+func normalWatchEnd(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+}
+
+// connState is the watches' connection: disconnected while any of them last failed. It sends a
+// ConnMsg when that changes.
+type connState struct {
+	mu    sync.Mutex
+	send  func(tea.Msg)
+	errs  map[string]error
+	shown string
+}
+
+func (c *connState) set(name string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.errs == nil {
+		c.errs = map[string]error{}
+	}
+	if err == nil {
+		delete(c.errs, name)
+	} else {
+		c.errs[name] = err
+	}
+	var first error
+	if names := slices.Sorted(maps.Keys(c.errs)); len(names) > 0 {
+		first = c.errs[names[0]]
+	}
+	msg := ""
+	if first != nil {
+		msg = first.Error()
+	}
+	if msg != c.shown {
+		c.shown = msg
+		c.send(ConnMsg{Err: first})
+	}
+}
+
+// eventsAbout picks the events about name (a VM, instance or replica set, or its launcher Pod),
+// the most recent recentEvents, oldest first.
+func eventsAbout(all []corev1.Event, name string) []Event {
+	var out []Event
+	for _, e := range all {
+		o := e.InvolvedObject
+		if o.Name != name && (o.Kind != "Pod" || !strings.HasPrefix(o.Name, "virt-launcher-"+name+"-")) {
+			continue
+		}
+		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Object: o.Kind + "/" + o.Name, Last: e.LastTimestamp.Time, Count: e.Count}
+		if e.Series != nil { // events.k8s.io events: the series holds the count and the last time
+			ev.Count, ev.Last = e.Series.Count, e.Series.LastObservedTime.Time
+		}
+		if ev.Last.IsZero() {
+			ev.Last = e.EventTime.Time
+		}
+		if ev.Last.IsZero() {
+			ev.Last = e.CreationTimestamp.Time
+		}
+		out = append(out, ev)
+	}
+	slices.SortStableFunc(out, func(a, b Event) int { return a.Last.Compare(b.Last) })
+	if len(out) > recentEvents {
+		out = out[len(out)-recentEvents:]
+	}
+	return out
 }
 
 // itemsOf copies the informer's objects of type T.
