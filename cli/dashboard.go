@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/go-logr/logr"
 	"github.com/gorilla/websocket"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,12 +62,12 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 	if o.AllNamespaces {
 		ns = ""
 	}
-	// client-go logs watch errors to stderr, which would tear the screen: the header says them.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	// client-go logs watch errors (ERROR level goes to stderr whatever klog's output), which would
+	// tear the screen: the header says them instead.
+	klog.SetLogger(logr.Discard())
 	var p *tea.Program
 	src := dashboard.NewSource(c.client, func(msg tea.Msg) { p.Send(msg) })
-	actions := &dashboardActions{c: c, flagArgs: o.flagArgs}
+	actions := newDashboardActions(c, o.flagArgs)
 	m := dashboard.New(ns, actions, src, time.Now, os.Getenv("NO_COLOR") != "")
 	p = tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out))
 	_, runErr := p.Run()
@@ -78,14 +80,25 @@ func (o *DashboardOptions) Run(ctx context.Context) error {
 }
 
 // dashboardActions are the dashboard's calls, through the same subresources as the commands.
-// It owns the VNC proxies it starts, until close.
+// It owns the VNC proxies it starts, until close; close also cancels the calls under way.
 type dashboardActions struct {
 	c        *clients
 	flagArgs []string
+	self     string        // this binary, for the console
+	done     chan struct{} // closed by close
 
-	mu   sync.Mutex
-	vnc  map[string]string // namespace/name → the proxy's address
-	stop []func()          // end the VNC proxies and wait for them
+	mu     sync.Mutex
+	vnc    map[string]string // namespace/name → the proxy's address
+	stop   []func()          // end the VNC proxies and wait for them
+	closed bool
+}
+
+func newDashboardActions(c *clients, flagArgs []string) *dashboardActions {
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	return &dashboardActions{c: c, flagArgs: flagArgs, self: self, done: make(chan struct{}), vnc: map[string]string{}}
 }
 
 func (a *dashboardActions) in(ns string) *clients {
@@ -94,8 +107,17 @@ func (a *dashboardActions) in(ns string) *clients {
 	return &c
 }
 
-// Do carries out act through the API.
+// Do carries out act through the API; the dashboard ending cancels it.
 func (a *dashboardActions) Do(ctx context.Context, act dashboard.Action, kind dashboard.Kind, ns, name string) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-a.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	c := a.in(ns)
 	switch act {
 	case dashboard.ActStart:
@@ -143,6 +165,9 @@ func objectOf(kind dashboard.Kind, ns, name string) client.Object {
 func (a *dashboardActions) serveVNC(c *clients, name string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return "", errors.New("the dashboard is ending")
+	}
 	key := c.namespace + "/" + name
 	if addr, ok := a.vnc[key]; ok {
 		return fmt.Sprintf("VNC of %s already on %s", key, addr), nil
@@ -156,29 +181,26 @@ func (a *dashboardActions) serveVNC(c *clients, name string) (string, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = serveLocal(ctx, ln, dial, io.Discard) }()
-	if a.vnc == nil {
-		a.vnc = map[string]string{}
-	}
 	a.vnc[key] = ln.Addr().String()
 	a.stop = append(a.stop, func() { cancel(); <-done })
 	return fmt.Sprintf("VNC of %s on %s (any VNC client; open until you quit)", key, ln.Addr()), nil
 }
 
-// close ends the VNC proxies.
+// close cancels the calls under way, ends the VNC proxies and refuses new ones.
 func (a *dashboardActions) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	close(a.done)
 	for _, stop := range a.stop {
 		stop()
 	}
-	a.stop, a.vnc = nil, nil
+	a.stop, a.vnc, a.closed = nil, nil, true
 }
 
 // Console runs this binary's console command with the same kubeconfig flags.
 func (a *dashboardActions) Console(ns, name string) *exec.Cmd {
-	self, err := os.Executable()
-	if err != nil {
-		self = os.Args[0]
-	}
-	return exec.Command(self, append(append([]string{"console", name}, a.flagArgs...), "-n", ns)...)
+	return exec.Command(a.self, append(append([]string{"console", name}, a.flagArgs...), "-n", ns)...)
 }

@@ -48,6 +48,14 @@ type VirtualMachineInstanceReplicaSetSpec struct {
 	Paused bool `json:"paused,omitempty"`
 }
 
+// WantedReplicas is spec.replicas, 1 when unset.
+func (s *VirtualMachineInstanceReplicaSetSpec) WantedReplicas() int32 {
+	if s.Replicas == nil {
+		return 1
+	}
+	return *s.Replicas
+}
+
 // VirtualMachineInstanceReplicaSetStatus is the observed state of a replica set.
 type VirtualMachineInstanceReplicaSetStatus struct {
 	// Replicas is the number of owned instances that are not final.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -69,12 +70,15 @@ type following struct {
 var outcomes = map[Action]string{ActStart: "Running", ActStop: "Stopped", ActForceStop: "Stopped", ActRestart: "Running",
 	ActPause: "Paused", ActUnpause: "Running"}
 
+// notRunning follows the name of an object whose instance does not run.
+const notRunning = " is not running: start it first (s)"
+
 // confirmed are the actions that ask first: they stop or remove something.
 var confirmed = map[Action]bool{ActStop: true, ActForceStop: true, ActRestart: true, ActMigrate: true, ActDelete: true}
 
 // action maps an action key to the selected row: destructive ones ask first.
 func (m Model) action(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	row, ok := m.selected()
+	row, ok := m.target()
 	if !ok {
 		return m, nil
 	}
@@ -115,7 +119,7 @@ func actionFor(msg tea.KeyPressMsg, row Row) (Action, string) {
 	case key.Matches(msg, keys.Pause, keys.Migrate, keys.VNC) && !isInstance:
 		return "", "pause, migrate and VNC act on VMs and VMIs (:vm, :vmi)"
 	case key.Matches(msg, keys.Pause, keys.Migrate, keys.VNC) && !running:
-		return "", row.Name + " is not running: start it first (s)"
+		return "", row.Name + notRunning
 	case key.Matches(msg, keys.Pause) && row.paused():
 		return ActUnpause, ""
 	case key.Matches(msg, keys.Pause):
@@ -131,7 +135,7 @@ func actionFor(msg tea.KeyPressMsg, row Row) (Action, string) {
 // console hands the terminal to the instance's console until its escape key.
 func (m Model) console(row Row) (tea.Model, tea.Cmd) {
 	if row.Kind == KindVMIRS || row.Phase != "Running" {
-		m.status = row.Name + " is not running: start it first (s)"
+		m.status = row.Name + notRunning
 		return m, nil
 	}
 	p := pendingAction{act: "console", row: row}
@@ -177,32 +181,39 @@ func (m Model) actionDone(msg actionDoneMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// checkFollow ends the followed action once the list shows its outcome.
+// checkFollow ends the followed action once the list shows its outcome, an error status, or the
+// object gone.
 func (m *Model) checkFollow() {
 	f := m.follow
 	if f == nil {
 		return
 	}
-	var now Row
-	found := false
-	for _, r := range m.lists[f.p.row.Kind] {
-		if r.Key() == f.p.row.Key() {
-			now, found = r, true
-			break
-		}
-	}
+	now, found := m.find(f.p.row.Kind, f.p.row.Key())
 	switch {
 	case f.gone && !found:
 		m.status, m.follow = fmt.Sprintf("%s deleted", f.p.row.Name), nil
-	case f.gone || !found:
+	case f.gone:
+	case !found:
+		m.status, m.follow = fmt.Sprintf("%s: %s is gone", f.p, f.p.row.Name), nil
 	case now.Status == f.status && (f.left || f.p.row.Status != f.status):
 		m.status, m.follow = fmt.Sprintf("%s is %s", f.p.row.Name, now.Status), nil
+	case failedStatus(now.Status) && now.Status != f.p.row.Status:
+		m.status, m.follow = fmt.Sprintf("%s: %s is %s (enter shows why)", f.p, f.p.row.Name, now.Status), nil
 	default:
 		f.left = f.left || now.Status != f.status
 		if now.Status != f.p.row.Status {
 			m.status = fmt.Sprintf("%s: requested · %s", f.p, now.Status)
 		}
 	}
+}
+
+// failedStatus reports a VM status that an action will not get past by itself.
+func failedStatus(status string) bool {
+	switch status {
+	case "CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "Unschedulable", "Failed":
+		return true
+	}
+	return strings.HasPrefix(status, "Error")
 }
 
 // busy reports an action in flight or being followed (the spinner runs).

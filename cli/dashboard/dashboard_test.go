@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,9 +69,9 @@ type fakeWatcher struct {
 	calls []string
 }
 
-func (w *fakeWatcher) Watch(ns string) { w.record("watch " + ns) }
-func (w *fakeWatcher) WatchEvents(ns, name string) {
-	w.record("events " + ns + "/" + name)
+func (w *fakeWatcher) Watch(_ int, ns string) { w.record("watch " + ns) }
+func (w *fakeWatcher) WatchEvents(_ int, ns string, names ...string) {
+	w.record("events " + ns + "/" + strings.Join(names, ","))
 }
 
 func (w *fakeWatcher) record(s string) {
@@ -422,5 +424,95 @@ func TestDetailWatchesEvents(t *testing.T) {
 	assert.Contains(t, m.View().Content, "events:     none")
 	_, cmd = m.Update(keyMsg("esc"))
 	cmd()
-	assert.Equal(t, []string{"events demo/big", "events /"}, watcher.Calls())
+	assert.Equal(t, []string{"events demo/big", "events /"}, watcher.Calls(), "no launcher Pod in the sample's status")
+}
+
+// After Stop, and for requests older than the last carried out, the Source starts nothing.
+func TestSourceIgnoresStaleAndLateRequests(t *testing.T) {
+	src := NewSource(nil, func(tea.Msg) {})
+	src.WatchEvents(3, "demo") // no names: nothing to start, but generation 3 is carried out
+	src.WatchEvents(2, "demo", "web")
+	assert.Nil(t, src.events, "an older events request")
+	src.Stop()
+	src.Watch(4, "demo")
+	src.WatchEvents(5, "demo", "web")
+	assert.Nil(t, src.list, "a watch after Stop")
+	assert.Nil(t, src.events, "an events watch after Stop")
+}
+
+// without is the sample without the VM name (as the next snapshot after it was deleted).
+func without(name string) SnapshotMsg {
+	s := sample()
+	s.VMs = slices.DeleteFunc(s.VMs, func(r Row) bool { return r.Name == name })
+	return s
+}
+
+// The object in view, or awaiting confirmation, is the one acted on, whatever happens to the list.
+func TestTheObjectInViewStaysTheTarget(t *testing.T) {
+	t.Run("gone while the confirmation is open: nothing is done", func(t *testing.T) {
+		actions := &fakeActions{}
+		m := tea.Model(New("demo", actions, &fakeWatcher{}, clock, true))
+		m, _ = m.Update(sample())
+		m = press(m, "down", "down", "s") // stop web?
+		m, _ = m.Update(without("web"))
+		m, cmd := m.Update(keyMsg("y"))
+		assert.Nil(t, cmd)
+		assert.Empty(t, actions.Calls())
+		assert.Equal(t, "web is gone", m.(Model).status)
+		assert.Contains(t, m.View().Content, "> db", "the cursor is on a row again")
+	})
+	t.Run("movement keys do not change the object in view", func(t *testing.T) {
+		m := press(loaded("demo", 100, 24), "enter", "down", "j", "G")
+		assert.Contains(t, m.View().Content, "demo/big  VM")
+	})
+	t.Run("a filter that no longer matches does not hide the object in view", func(t *testing.T) {
+		m := press(loaded("demo", 100, 24), "/", "r", "u", "n", "n", "i", "enter", "enter") // web, Running
+		s := sample()
+		s.VMs[2].Status = "Stopped"
+		m, _ = m.Update(s)
+		assert.Contains(t, m.View().Content, "demo/web  VM")
+		assert.Contains(t, m.View().Content, "status:     Stopped")
+	})
+	t.Run("gone under the help: said so, no neighbour shown", func(t *testing.T) {
+		m := press(loaded("demo", 100, 24), "enter", "?") // big
+		m, _ = m.Update(without("big"))
+		m = press(m, "x")
+		assert.Contains(t, m.View().Content, "demo/big is gone (deleted)")
+		assert.Empty(t, press(m, "s").(Model).confirm.act, "no action on a neighbour")
+	})
+}
+
+// s starts a stopped VM whatever its run strategy (Manual, RerunOnFailure), and stops one that runs.
+func TestStartStopFollowsTheInstance(t *testing.T) {
+	manual := vm("manual", "Stopped", virtv1.RunStrategyManual)
+	rerun := vm("rerun", "Running", virtv1.RunStrategyRerunOnFailure)
+	inst := virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "rerun"}}
+	inst.Status.Phase = virtv1.Running
+	rows := Rows([]virtv1.VirtualMachine{manual, rerun}, []virtv1.VirtualMachineInstance{inst})
+	assert.False(t, rows[0].Running, "Manual without an instance: s starts it")
+	assert.True(t, rows[1].Running, "RerunOnFailure with a running instance: s stops it")
+}
+
+// A followed action ends when the object is gone, reaches an error, or the namespace changes.
+func TestFollowEnds(t *testing.T) {
+	started := func() tea.Model {
+		m := tea.Model(New("demo", &fakeActions{}, &fakeWatcher{}, clock, true))
+		m, _ = m.Update(sample())
+		m, cmd := m.Update(keyMsg("down"))
+		m, cmd = m.Update(keyMsg("s")) // start db
+		return run(t, m, cmd)
+	}
+	m, _ := started().Update(without("db"))
+	assert.Equal(t, "start db: db is gone", m.(Model).status)
+	assert.False(t, m.(Model).busy())
+
+	s := sample()
+	s.VMs[1].Status = "ErrorUnschedulable"
+	m, _ = started().Update(s)
+	assert.Equal(t, "start db: db is ErrorUnschedulable (enter shows why)", m.(Model).status)
+	assert.False(t, m.(Model).busy())
+
+	m = press(started(), ":", "n", "s", " ", "x")
+	m, _ = m.Update(keyMsg("enter"))
+	assert.False(t, m.(Model).busy(), ":ns ends the follow")
 }

@@ -14,7 +14,7 @@ import (
 // detailView is the selected object: status, spec summary, conditions, the instance's phase
 // timeline, why it is stuck, and as many of its recent events as the terminal's height leaves room for.
 func (m Model) detailView(room int) string {
-	r, ok := m.selected()
+	r, ok := m.target()
 	if !ok {
 		return "  " + m.focus + " is gone (deleted)\n\n" + m.style("8", false, "  esc back")
 	}
@@ -66,11 +66,7 @@ func (m Model) specLines(r Row) []string {
 	case r.vmi != nil:
 		spec = &r.vmi.Spec
 	case r.rs != nil:
-		want := int32(1)
-		if r.rs.Spec.Replicas != nil {
-			want = *r.rs.Spec.Replicas
-		}
-		lines = append(lines, fmt.Sprintf("  replicas:   %d wanted, %d current, %d ready", want, r.rs.Status.Replicas, r.rs.Status.ReadyReplicas))
+		lines = append(lines, fmt.Sprintf("  replicas:   %d wanted, %d current, %d ready", r.rs.Spec.WantedReplicas(), r.rs.Status.Replicas, r.rs.Status.ReadyReplicas))
 		if r.rs.Spec.Template != nil {
 			spec = &r.rs.Spec.Template.Spec
 		}
@@ -177,7 +173,7 @@ func timeline(vmi *virtv1.VirtualMachineInstance, loc *time.Location) string {
 // newest last.
 func (m Model) eventLines(r Row, now time.Time, room int) []string {
 	switch {
-	case room < 1:
+	case room < 2:
 		return nil
 	case m.events.Key != r.Key():
 		return []string{"  events:     loading…"}

@@ -51,8 +51,10 @@ func (k keyMap) detailHelp() []key.Binding {
 }
 
 // notesHelp follows the keys in the help view: the `:` commands and what the keys do not say.
-const notesHelp = `commands  :vm  :vmi  :vmirs (lists)  :ns NAME  :ns all (namespace)  :q
-the same sort key again reverses the order; ctrl+] leaves the console`
+const notesHelp = "commands  " + commandsUsage + "\nthe same sort key again reverses the order; ctrl+] leaves the console"
+
+// commandsUsage lists the `:` commands (help, the command line, an unknown command's message).
+const commandsUsage = ":vm  :vmi  :vmirs  :ns NAME  :ns all  :q"
 
 // FullHelp is the help view, by column: moving, views, actions.
 func (k keyMap) FullHelp() [][]key.Binding {

@@ -10,12 +10,15 @@ import (
 	tea "charm.land/bubbletea/v2"
 )
 
-// Watcher is the Source as the model drives it; its methods are called from commands only.
+// Watcher is the Source as the model drives it; its methods are called from commands only, which
+// run in any order: gen, increasing with each call the model makes, lets the Watcher ignore a
+// request older than one it has already carried out.
 type Watcher interface {
 	// Watch replaces the list watch with one of namespace ("" for all).
-	Watch(namespace string)
-	// WatchEvents replaces the events watch with one for namespace/name (name "" ends it).
-	WatchEvents(namespace, name string)
+	Watch(gen int, namespace string)
+	// WatchEvents replaces the events watch with one for the objects named names in namespace (none:
+	// it ends); EventsMsg.Key is namespace/names[0].
+	WatchEvents(gen int, namespace string, names ...string)
 }
 
 // tickMsg redraws the ages once a second.
@@ -44,6 +47,7 @@ type Model struct {
 	lists     [3][]Row // by Kind
 	synced    bool
 	connErr   error
+	denied    bool      // connErr is a refusal, not a lost connection
 	events    EventsMsg // of the object in the detail view
 
 	shown    []Row // the kind's rows after the filter, sorted
@@ -53,6 +57,7 @@ type Model struct {
 	sortBy   sortColumn
 	sortDesc bool
 
+	gen      int // the last Watcher call's generation
 	mode     mode
 	previous mode // the mode a confirmation, the help or a command returns to
 	command  string
@@ -69,7 +74,7 @@ type Model struct {
 // New is the model of a dashboard of namespace ("" for all), acting through actions and watching
 // through watcher; plain renders without colours.
 func New(namespace string, actions Actions, watcher Watcher, now func() time.Time, plain bool) Model {
-	m := Model{actions: actions, watcher: watcher, now: now, namespace: namespace, plain: plain, width: 80, height: 24,
+	m := Model{actions: actions, watcher: watcher, now: now, namespace: namespace, plain: plain, width: 80, height: 24, gen: 1,
 		spin: spinner.New(spinner.WithSpinner(spinner.MiniDot)), help: help.New()}
 	m.help.SetWidth(m.width)
 	m.setStyles(true)
@@ -78,12 +83,26 @@ func New(namespace string, actions Actions, watcher Watcher, now func() time.Tim
 
 // Init starts the watch, the clock and asks the terminal for its background (light or dark).
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(m.watch(), m.tick(), tea.RequestBackgroundColor)
+	return tea.Batch(m.watch(1), m.tick(), tea.RequestBackgroundColor)
 }
 
-func (m Model) watch() tea.Cmd {
+// watch is the command that (re)starts the list watch; m.gen must already count it.
+func (m Model) watch(gen int) tea.Cmd {
 	w, ns := m.watcher, m.namespace
-	return func() tea.Msg { w.Watch(ns); return nil }
+	return func() tea.Msg { w.Watch(gen, ns); return nil }
+}
+
+// watchEvents is the command that points the events watch at row (the zero Row ends it).
+func (m *Model) watchEvents(row Row) tea.Cmd {
+	m.gen++
+	w, gen, names := m.watcher, m.gen, []string(nil)
+	if row.Name != "" {
+		names = append(names, row.Name)
+		if row.vmi != nil && row.vmi.Status.LauncherPod != "" {
+			names = append(names, row.vmi.Status.LauncherPod)
+		}
+	}
+	return func() tea.Msg { w.WatchEvents(gen, row.Namespace, names...); return nil }
 }
 
 func (m Model) tick() tea.Cmd {
@@ -117,7 +136,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case EventsMsg:
 		m.events = msg
 	case ConnMsg:
-		m.connErr = msg.Err
+		m.connErr, m.denied = msg.Err, msg.Denied
 	case actionDoneMsg:
 		return m.actionDone(msg)
 	case tea.KeyPressMsg:
@@ -146,37 +165,31 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case modeCommand:
 		return m.commandKey(msg)
 	case modeConfirm:
-		if s := msg.String(); s == "y" || s == "enter" {
-			p := m.confirm
-			m.mode = m.previous
-			return m.start(p)
-		}
-		m.mode, m.status = m.previous, "cancelled"
-		return m, nil
+		return m.confirmKey(msg)
 	case modeHelp:
 		m.mode = m.previous
 		return m, nil
 	}
 	switch {
 	case key.Matches(msg, keys.Back):
-		if m.mode == modeDetail {
+		switch {
+		case m.mode == modeDetail:
 			return m.leaveDetail()
-		}
-		if msg.String() == "esc" && m.filter != "" { // esc first clears the filter, as in k9s
+		case m.filter != "": // esc or q first clears the filter
 			m.filter = ""
 			m.applyFilter()
-			return m, nil
+		case msg.String() == "q":
+			return m, tea.Quit
 		}
-		return m, tea.Quit
-	case key.Matches(msg, keys.Up):
+	case m.mode == modeList && key.Matches(msg, keys.Up):
 		m.moveTo(m.cursor - 1)
-	case key.Matches(msg, keys.Down):
+	case m.mode == modeList && key.Matches(msg, keys.Down):
 		m.moveTo(m.cursor + 1)
-	case key.Matches(msg, keys.Top):
+	case m.mode == modeList && key.Matches(msg, keys.Top):
 		m.moveTo(0)
-	case key.Matches(msg, keys.Bottom):
+	case m.mode == modeList && key.Matches(msg, keys.Bottom):
 		m.moveTo(len(m.shown) - 1)
-	case key.Matches(msg, keys.Detail):
+	case m.mode == modeList && key.Matches(msg, keys.Detail):
 		return m.enterDetail()
 	case key.Matches(msg, keys.Help):
 		m.previous, m.mode = m.mode, modeHelp
@@ -196,23 +209,37 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// confirmKey carries out the pending action on y or enter, on the object as it is now (or not at
+// all when it is gone); any other key cancels.
+func (m Model) confirmKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	m.mode = m.previous
+	if s := msg.String(); s != "y" && s != "enter" {
+		m.status = "cancelled"
+		return m, nil
+	}
+	p := m.confirm
+	row, ok := m.find(p.row.Kind, p.row.Key())
+	if !ok {
+		m.status = p.row.Name + " is gone"
+		return m, nil
+	}
+	p.row = row
+	return m.start(p)
+}
+
 func (m Model) enterDetail() (tea.Model, tea.Cmd) {
 	row, ok := m.selected()
 	if !ok {
 		return m, nil
 	}
 	m.mode, m.events = modeDetail, EventsMsg{}
-	w := m.watcher
-	return m, func() tea.Msg { w.WatchEvents(row.Namespace, row.Name); return nil }
+	return m, m.watchEvents(row)
 }
 
 func (m Model) leaveDetail() (tea.Model, tea.Cmd) {
 	m.mode = modeList
-	if m.cursor < 0 {
-		m.moveTo(0)
-	}
-	w := m.watcher
-	return m, func() tea.Msg { w.WatchEvents("", ""); return nil }
+	m.applyFilter()
+	return m, m.watchEvents(Row{})
 }
 
 // filterKey edits the filter; enter or esc leaves filter mode (esc also clears it).
@@ -229,10 +256,12 @@ func (m Model) filterKey(msg tea.KeyPressMsg) Model {
 func (m Model) commandKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if msg.String() == "enter" {
 		m.mode = m.previous
-		if m.mode == modeDetail {
-			m.mode = modeList // a command changes what the list shows
+		var stopEvents tea.Cmd
+		if m.mode == modeDetail { // a command changes what the list shows
+			m.mode, stopEvents = modeList, m.watchEvents(Row{})
 		}
-		return m.runCommand(m.command)
+		next, cmd := m.runCommand(m.command)
+		return next, tea.Batch(stopEvents, cmd)
 	}
 	m.command, m.mode = edit(m.command, modeCommand, msg)
 	if m.mode != modeCommand { // esc
@@ -284,14 +313,15 @@ func (m Model) runCommand(line string) (tea.Model, tea.Cmd) {
 			arg = ""
 		}
 		m.namespace, m.synced, m.lists, m.shown, m.cursor, m.focus = arg, false, [3][]Row{}, nil, 0, ""
-		m.status = ""
-		return m, m.watch()
+		m.status, m.follow, m.gen = "", nil, m.gen+1
+		return m, m.watch(m.gen)
 	}
-	m.status = fmt.Sprintf("unknown command %q: try :vm, :vmi, :vmirs, :ns NAME, :ns all, :q", line)
+	m.status = fmt.Sprintf("unknown command %q; the commands: %s", line, commandsUsage)
 	return m, nil
 }
 
-// applyFilter recomputes the shown rows of the current kind and keeps the cursor on the focused row.
+// applyFilter recomputes the shown rows of the current kind and keeps the cursor on the focused
+// row; over the detail view the focus stays on its object even when the filter hides it.
 func (m *Model) applyFilter() {
 	rows := m.lists[m.kind]
 	shown := make([]Row, 0, len(rows))
@@ -310,11 +340,16 @@ func (m *Model) applyFilter() {
 			return
 		}
 	}
-	if m.focus != "" && (m.mode == modeDetail || m.mode == modeConfirm) {
-		m.cursor = -1 // the object in view is gone: say so, and act on no other one
+	if m.inDetail() {
+		m.cursor = max(0, min(m.cursor, len(m.shown)-1))
 		return
 	}
 	m.moveTo(m.cursor)
+}
+
+// inDetail reports the detail view shown, or under the help, a confirmation or the command line.
+func (m Model) inDetail() bool {
+	return m.mode == modeDetail || (m.mode != modeList && m.mode != modeFilter && m.previous == modeDetail)
 }
 
 // moveTo puts the cursor on row i (clamped) and focuses it.
@@ -325,11 +360,31 @@ func (m *Model) moveTo(i int) {
 	}
 }
 
+// selected is the row under the cursor.
 func (m Model) selected() (Row, bool) {
 	if m.cursor < 0 || m.cursor >= len(m.shown) {
 		return Row{}, false
 	}
 	return m.shown[m.cursor], true
+}
+
+// target is the row actions apply to: the detail view's object (filtered out or not), else the
+// row under the cursor.
+func (m Model) target() (Row, bool) {
+	if m.inDetail() {
+		return m.find(m.kind, m.focus)
+	}
+	return m.selected()
+}
+
+// find is the row of kind with key, from the latest snapshot.
+func (m Model) find(kind Kind, key string) (Row, bool) {
+	for _, r := range m.lists[kind] {
+		if r.Key() == key {
+			return r, true
+		}
+	}
+	return Row{}, false
 }
 
 // title names what is watched.

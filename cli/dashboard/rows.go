@@ -45,7 +45,8 @@ type Row struct {
 	Created  time.Time
 	// Phase is the instance's phase ("" without one).
 	Phase string
-	// Running reports whether a VM is meant to run (its run strategy or spec.running).
+	// Running reports whether a VM runs or is kept running (what s stops); false: s starts it. Its
+	// run strategy is Always, or it has a live instance it is not being stopped from.
 	Running bool
 
 	// The objects the row shows, for the detail view (never modified).
@@ -71,8 +72,7 @@ func Rows(vms []virtv1.VirtualMachine, vmis []virtv1.VirtualMachineInstance) []R
 	rows := make([]Row, 0, len(vms))
 	for i := range vms {
 		vm := &vms[i]
-		r := Row{Kind: KindVM, Namespace: vm.Namespace, Name: vm.Name, Status: string(vm.Status.PrintableStatus), Created: vm.CreationTimestamp.Time,
-			Running: vm.Spec.EffectiveRunStrategy() != virtv1.RunStrategyHalted, vm: vm}
+		r := Row{Kind: KindVM, Namespace: vm.Namespace, Name: vm.Name, Status: string(vm.Status.PrintableStatus), Created: vm.CreationTimestamp.Time, vm: vm}
 		if r.Status == "" {
 			r.Status = "Unknown"
 		}
@@ -80,6 +80,8 @@ func Rows(vms []virtv1.VirtualMachine, vmis []virtv1.VirtualMachineInstance) []R
 		if vmi := byKey[r.Key()]; vmi != nil {
 			r.vmi, r.Node, r.Phase, r.IP = vmi, vmi.Status.NodeName, string(vmi.Status.Phase), firstIP(vmi)
 		}
+		strategy := vm.Spec.EffectiveRunStrategy()
+		r.Running = strategy == virtv1.RunStrategyAlways || (r.vmi != nil && !r.vmi.Status.Phase.IsFinal() && strategy != virtv1.RunStrategyHalted)
 		rows = append(rows, r)
 	}
 	sortRows(rows, sortByName, false)
@@ -111,10 +113,7 @@ func ReplicaSetRows(sets []virtv1.VirtualMachineInstanceReplicaSet) []Row {
 	rows := make([]Row, 0, len(sets))
 	for i := range sets {
 		rs := &sets[i]
-		want := int32(1)
-		if rs.Spec.Replicas != nil {
-			want = *rs.Spec.Replicas
-		}
+		want := rs.Spec.WantedReplicas()
 		r := Row{Kind: KindVMIRS, Namespace: rs.Namespace, Name: rs.Name, Created: rs.CreationTimestamp.Time, rs: rs,
 			Status: fmt.Sprintf("%d/%d", rs.Status.ReadyReplicas, want), Ready: rs.Status.ReadyReplicas == want}
 		rows = append(rows, r)
@@ -132,17 +131,18 @@ func firstIP(vmi *virtv1.VirtualMachineInstance) string {
 
 // Why says, in plain words, what blocks the row's object at now (empty when nothing does).
 func (r Row) Why(now time.Time) string {
-	switch r.Kind {
-	case KindVMIRS:
+	switch {
+	case r.Kind == KindVMIRS && r.rs != nil:
 		if c := meta.FindStatusCondition(r.rs.Status.Conditions, virtv1.VirtualMachineInstanceReplicaSetReplicaFailure); c != nil && c.Status == metav1.ConditionTrue {
 			return c.Reason + ": " + c.Message
 		}
 		return ""
-	case KindVMI:
+	case r.Kind == KindVMI:
 		return why(nil, r.vmi, now)
-	default:
+	case r.Kind == KindVM:
 		return why(r.vm, r.vmi, now)
 	}
+	return ""
 }
 
 // stuckAfter is how long deletion may take before the dashboard calls it stuck.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,8 +40,12 @@ type (
 		Key    string
 		Events []Event
 	}
-	// ConnMsg reports the watch connection: Err non-nil while disconnected.
-	ConnMsg struct{ Err error }
+	// ConnMsg reports the watch connection: Err non-nil while disconnected, or, Denied, while the
+	// user may not list or watch one of the kinds.
+	ConnMsg struct {
+		Err    error
+		Denied bool
+	}
 )
 
 // Event is one Kubernetes event about a VM, its instance or its launcher Pod.
@@ -53,14 +56,17 @@ type Event struct {
 }
 
 // Source watches what the dashboard shows (list, then watch, through informers: never polling)
-// and sends it to the program. Its watches run until replaced or until Stop.
+// and sends it to the program. Its watches run until replaced or until Stop; after Stop it starts
+// none.
 type Source struct {
 	c    client.WithWatch
 	send func(tea.Msg)
 
-	mu           sync.Mutex
-	list, events func() // stop the current watch and wait for it
-	conn         connState
+	mu                sync.Mutex
+	list, events      func() // stop the current watch and wait for it
+	listGen, eventGen int    // the generation of the request each carries out
+	stopped           bool
+	conn              connState
 }
 
 // NewSource is a Source reading through c and sending to send (the program's Send).
@@ -70,30 +76,40 @@ func NewSource(c client.WithWatch, send func(tea.Msg)) *Source {
 	return s
 }
 
-// Watch replaces the list watch with one of namespace ("" for all); it returns at once.
-func (s *Source) Watch(namespace string) {
+// Watch replaces the list watch with one of namespace ("" for all), unless this request (gen) or a
+// later one was already carried out; it returns at once.
+func (s *Source) Watch(gen int, namespace string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped || gen <= s.listGen {
+		return
+	}
+	s.listGen = gen
 	if s.list != nil {
 		s.list()
 	}
 	s.list = start(func(ctx context.Context) { s.watchList(ctx, namespace) })
 }
 
-// WatchEvents replaces the events watch with one for namespace/name (name "" ends it).
-func (s *Source) WatchEvents(namespace, name string) {
+// WatchEvents replaces the events watch with one for the objects named names in namespace (none:
+// it only ends), unless this request (gen) or a later one was already carried out.
+func (s *Source) WatchEvents(gen int, namespace string, names ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped || gen <= s.eventGen {
+		return
+	}
+	s.eventGen = gen
 	if s.events != nil {
 		s.events()
 		s.events = nil
 	}
-	if name != "" {
-		s.events = start(func(ctx context.Context) { s.watchEvents(ctx, namespace, name) })
+	if len(names) > 0 {
+		s.events = start(func(ctx context.Context) { s.watchEvents(ctx, namespace, names) })
 	}
 }
 
-// Stop ends every watch and waits for them.
+// Stop ends every watch and waits for them; later requests are ignored.
 func (s *Source) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,7 +118,7 @@ func (s *Source) Stop() {
 			stop()
 		}
 	}
-	s.list, s.events = nil, nil
+	s.list, s.events, s.stopped = nil, nil, true
 }
 
 // start runs run in a goroutine; the function returned cancels it and waits for it to return.
@@ -113,14 +129,25 @@ func start(run func(context.Context)) func() {
 	return func() { cancel(); <-done }
 }
 
+// The informers' names: the resources they list (and the connection state's keys).
+const (
+	resVMs    = "virtualmachines"
+	resVMIs   = "virtualmachineinstances"
+	resSets   = "virtualmachineinstancereplicasets"
+	resEvents = "events"
+)
+
 // watchList sends a SnapshotMsg after each burst of changes to the VMs, instances and replica
 // sets of namespace, until ctx ends.
 func (s *Source) watchList(ctx context.Context, namespace string) {
-	vms := s.informer(ctx, "virtualmachines", namespace, &virtv1.VirtualMachine{}, func() client.ObjectList { return &virtv1.VirtualMachineList{} })
-	vmis := s.informer(ctx, "virtualmachineinstances", namespace, &virtv1.VirtualMachineInstance{}, func() client.ObjectList { return &virtv1.VirtualMachineInstanceList{} })
-	sets := s.informer(ctx, "virtualmachineinstancereplicasets", namespace, &virtv1.VirtualMachineInstanceReplicaSet{},
+	defer s.conn.forget(resVMs, resVMIs, resSets)
+	vms := s.informer(ctx, resVMs, namespace, &virtv1.VirtualMachine{}, func() client.ObjectList { return &virtv1.VirtualMachineList{} })
+	vmis := s.informer(ctx, resVMIs, namespace, &virtv1.VirtualMachineInstance{}, func() client.ObjectList { return &virtv1.VirtualMachineInstanceList{} })
+	sets := s.informer(ctx, resSets, namespace, &virtv1.VirtualMachineInstanceReplicaSet{},
 		func() client.ObjectList { return &virtv1.VirtualMachineInstanceReplicaSetList{} })
-	s.runInformers(ctx, func() {
+	// Only the VMs must be listed before the first snapshot: a kind the user may not list (or
+	// that lists slowly) leaves its view empty rather than the whole dashboard.
+	s.runInformers(ctx, vms.HasSynced, func() {
 		vmList := itemsOf[virtv1.VirtualMachine](vms)
 		vmiList := itemsOf[virtv1.VirtualMachineInstance](vmis)
 		s.send(SnapshotMsg{Namespace: namespace, VMs: Rows(vmList, vmiList), VMIs: InstanceRows(vmiList),
@@ -128,18 +155,19 @@ func (s *Source) watchList(ctx context.Context, namespace string) {
 	}, vms, vmis, sets)
 }
 
-// watchEvents sends an EventsMsg after each burst of events about namespace/name (the VM, its
-// instance or replica set of that name, or its launcher Pod), until ctx ends.
-func (s *Source) watchEvents(ctx context.Context, namespace, name string) {
-	events := s.informer(ctx, "events", namespace, &corev1.Event{}, func() client.ObjectList { return &corev1.EventList{} })
-	s.runInformers(ctx, func() {
-		s.send(EventsMsg{Key: namespace + "/" + name, Events: eventsAbout(itemsOf[corev1.Event](events), name)})
+// watchEvents sends an EventsMsg after each burst of events about the objects named names in
+// namespace (a VM, its instance, its launcher Pod), until ctx ends.
+func (s *Source) watchEvents(ctx context.Context, namespace string, names []string) {
+	defer s.conn.forget(resEvents)
+	events := s.informer(ctx, resEvents, namespace, &corev1.Event{}, func() client.ObjectList { return &corev1.EventList{} })
+	s.runInformers(ctx, events.HasSynced, func() {
+		s.send(EventsMsg{Key: namespace + "/" + names[0], Events: eventsAbout(itemsOf[corev1.Event](events), names)})
 	}, events)
 }
 
-// runInformers runs the informers until ctx ends, calling snapshot once they have synced and after
-// each burst of changes; it returns once they have stopped.
-func (s *Source) runInformers(ctx context.Context, snapshot func(), infs ...toolscache.SharedIndexInformer) {
+// runInformers runs the informers until ctx ends, calling snapshot once synced reports true and
+// after each burst of changes; it returns once they have stopped.
+func (s *Source) runInformers(ctx context.Context, synced toolscache.InformerSynced, snapshot func(), infs ...toolscache.SharedIndexInformer) {
 	changed := make(chan struct{}, 1)
 	notify := func() {
 		select {
@@ -149,17 +177,15 @@ func (s *Source) runInformers(ctx context.Context, snapshot func(), infs ...tool
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	synced := make([]toolscache.InformerSynced, 0, len(infs))
 	for _, inf := range infs {
 		// Registering a handler and an error handler fails only on a started informer; these are new.
 		_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { notify() }, UpdateFunc: func(any, any) { notify() }, DeleteFunc: func(any) { notify() },
 		})
-		synced = append(synced, inf.HasSynced)
 		wg.Add(1)
 		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced) {
 		return // ctx ended first
 	}
 	notify()
@@ -182,7 +208,7 @@ func (s *Source) runInformers(ctx context.Context, snapshot func(), infs ...tool
 // as the connection's state under name.
 func (s *Source) informer(ctx context.Context, name, namespace string, example client.Object, newList func() client.ObjectList) toolscache.SharedIndexInformer {
 	report := func(err error) {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && (err == nil || !normalWatchEnd(err)) {
 			s.conn.set(name, err)
 		}
 	}
@@ -202,11 +228,7 @@ func (s *Source) informer(ctx context.Context, name, namespace string, example c
 		},
 	}
 	inf := toolscache.NewSharedIndexInformer(lw, example, 0, toolscache.Indexers{})
-	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
-		if !normalWatchEnd(err) {
-			report(err)
-		}
-	})
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) { report(err) })
 	return inf
 }
 
@@ -216,8 +238,8 @@ func normalWatchEnd(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
 }
 
-// connState is the watches' connection: disconnected while any of them last failed. It sends a
-// ConnMsg when that changes.
+// connState is the watches' connection: disconnected while any of them last failed (or denied
+// while one may not list its kind). It sends a ConnMsg when that changes.
 type connState struct {
 	mu    sync.Mutex
 	send  func(tea.Msg)
@@ -225,6 +247,7 @@ type connState struct {
 	shown string
 }
 
+// set records the outcome of a watch's last call (nil: it succeeded).
 func (c *connState) set(name string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -236,27 +259,43 @@ func (c *connState) set(name string, err error) {
 	} else {
 		c.errs[name] = err
 	}
-	var first error
+	c.publish()
+}
+
+// forget drops the state of watches that have stopped.
+func (c *connState) forget(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range names {
+		delete(c.errs, n)
+	}
+	c.publish()
+}
+
+// publish sends the first failing watch's error (by name), if that changed.
+func (c *connState) publish() {
+	var msg ConnMsg
 	if names := slices.Sorted(maps.Keys(c.errs)); len(names) > 0 {
-		first = c.errs[names[0]]
+		msg.Err = c.errs[names[0]]
+		msg.Denied = apierrors.IsForbidden(msg.Err) || apierrors.IsUnauthorized(msg.Err)
 	}
-	msg := ""
-	if first != nil {
-		msg = first.Error()
+	shown := ""
+	if msg.Err != nil {
+		shown = msg.Err.Error()
 	}
-	if msg != c.shown {
-		c.shown = msg
-		c.send(ConnMsg{Err: first})
+	if shown != c.shown {
+		c.shown = shown
+		c.send(msg)
 	}
 }
 
-// eventsAbout picks the events about name (a VM, instance or replica set, or its launcher Pod),
-// the most recent recentEvents, oldest first.
-func eventsAbout(all []corev1.Event, name string) []Event {
+// eventsAbout picks the events about the objects named names (a VM, instance or replica set, and
+// the launcher Pod), the most recent recentEvents, oldest first.
+func eventsAbout(all []corev1.Event, names []string) []Event {
 	var out []Event
 	for _, e := range all {
 		o := e.InvolvedObject
-		if o.Name != name && (o.Kind != "Pod" || !strings.HasPrefix(o.Name, "virt-launcher-"+name+"-")) {
+		if !slices.Contains(names, o.Name) {
 			continue
 		}
 		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Object: o.Kind + "/" + o.Name, Last: e.LastTimestamp.Time, Count: e.Count}

@@ -221,7 +221,7 @@ func TestSourceAcrossAnOutage(t *testing.T) {
 	src := NewSource(watchClient(t, cfg), rec.send)
 	t.Cleanup(src.Stop)
 
-	src.Watch(ns)
+	src.Watch(1, ns)
 	i := rec.waitFor(t, "the first snapshot", 0, isSnapshot(ns, 1))
 	first := rec.at(i).(SnapshotMsg)
 	assert.Equal(t, []string{ns + "/a Unknown"}, []string{first.VMs[0].Key() + " " + first.VMs[0].Status}, "no controller ran: no printableStatus")
@@ -229,8 +229,9 @@ func TestSourceAcrossAnOutage(t *testing.T) {
 	require.Len(t, first.ReplicaSets, 1)
 	assert.Equal(t, "0/0", first.ReplicaSets[0].Status)
 
-	src.WatchEvents(ns, "a")
-	for _, ev := range []struct{ kind, name, reason string }{{"VirtualMachine", "a", "SuccessfulCreate"}, {"Pod", "virt-launcher-a-x1", "Pulling"}, {"VirtualMachine", "b", "Other"}} {
+	src.WatchEvents(2, ns, "a", "virt-launcher-a-x1abc")
+	for _, ev := range []struct{ kind, name, reason string }{{"VirtualMachine", "a", "SuccessfulCreate"}, {"Pod", "virt-launcher-a-x1abc", "Pulling"},
+		{"VirtualMachine", "b", "Other"}, {"Pod", "virt-launcher-a-b-x2abc", "Pulling"}} {
 		require.NoError(t, e.Client.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "ev-"},
 			InvolvedObject: corev1.ObjectReference{Kind: ev.kind, Namespace: ns, Name: ev.name}, Reason: ev.reason, Type: "Normal",
 			Message: ev.reason + " message", LastTimestamp: metav1.Now(), Count: 1}))
@@ -256,10 +257,25 @@ func TestSourceAcrossAnOutage(t *testing.T) {
 	p.up(t)
 	rec.waitFor(t, "connected again (no change)", mark, isConn(false))
 
+	// Leaving the details ends the events watch, and with it any state it left: an outage seen only
+	// by it would otherwise leave DISCONNECTED on for good.
+	mark = rec.count()
+	p.down()
+	rec.waitFor(t, "disconnected (details open)", mark, isConn(true))
+	src.WatchEvents(3, ns)
+	src.Watch(1, "ignored") // older than the request carried out: ignored
+	p.up(t)
+	rec.waitFor(t, "connected again", mark, isConn(false))
+
 	other := e.Namespace(t)
-	src.Watch(other)
+	src.Watch(4, other)
 	rec.waitFor(t, "the other namespace", 0, isSnapshot(other, 0))
 	src.Stop() // returns: every watch joined
+	for i := 0; i < rec.count(); i++ {
+		if s, ok := rec.at(i).(SnapshotMsg); ok && s.Namespace == "ignored" {
+			t.Errorf("a Watch older than the one carried out started: %v", s.Namespace)
+		}
+	}
 }
 
 // BenchmarkWatchAt1000 is the Source over a real watch with 1,000 VMs (half with an instance):
@@ -293,7 +309,7 @@ func BenchmarkWatchAt1000(b *testing.B) {
 	defer src.Stop()
 	before := heap()
 	start := time.Now()
-	src.Watch(ns)
+	src.Watch(1, ns)
 	rec.waitFor(b, "1,000 VMs", 0, isSnapshot(ns, 1000))
 	b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms-first-snapshot")
 	b.ReportMetric(float64(heap()-before)/(1<<20), "MiB-heap")

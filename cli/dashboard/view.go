@@ -64,7 +64,9 @@ func (m Model) View() tea.View {
 func (m Model) header() string {
 	h := m.style("6", true, "virtctl dashboard") + "  " + m.kind.String() + " · " + m.title()
 	switch {
-	case m.connErr != nil: // on its own lines: the error says why, and runs long
+	case m.connErr != nil && m.denied: // on its own lines: the error says why, and runs long
+		h += "\n" + m.style("1", true, m.wrap("NOT ALLOWED (retrying): "+m.connErr.Error(), 0))
+	case m.connErr != nil:
 		h += "\n" + m.style("1", true, m.wrap("DISCONNECTED (retrying): "+m.connErr.Error(), 0))
 	case !m.synced:
 		h += "  loading…"
@@ -84,7 +86,7 @@ func (m Model) footer() string {
 	case modeFilter:
 		return "/" + m.filter + "▏ (enter: keep, esc: clear)"
 	case modeCommand:
-		return ":" + m.command + "▏ (vm, vmi, vmirs, ns NAME, ns all, q; enter: run, esc: cancel)"
+		return ":" + m.command + "▏ (" + commandsUsage + "; enter: run, esc: cancel)"
 	}
 	line := ""
 	if m.status != "" {
@@ -128,7 +130,12 @@ var (
 	colIP        = column{"IP", 15, -1, func(_ Model, r Row) string { return r.IP }}
 	colAge       = column{"AGE", 4, sortByAge, func(m Model, r Row) string { return age(r.Created, m.now()) }}
 	colRSReady   = column{"READY", 7, sortByStatus, func(_ Model, r Row) string { return r.Status }}
-	colCurrent   = column{"CURRENT", 7, -1, func(_ Model, r Row) string { return strconv.Itoa(int(r.rs.Status.Replicas)) }}
+	colCurrent   = column{"CURRENT", 7, -1, func(_ Model, r Row) string {
+		if r.rs == nil {
+			return "-"
+		}
+		return strconv.Itoa(int(r.rs.Status.Replicas))
+	}}
 )
 
 // columns are the kind's columns that fit the width: the namespace column only when all

@@ -221,10 +221,7 @@ func (r *Reconciler) scale(ctx context.Context, rs *virtv1.VirtualMachineInstanc
 	if burst <= 0 {
 		burst = DefaultBurst
 	}
-	want := int32(1)
-	if rs.Spec.Replicas != nil {
-		want = *rs.Spec.Replicas
-	}
+	want := rs.Spec.WantedReplicas()
 	var victims []*virtv1.VirtualMachineInstance
 	for _, vmi := range owned {
 		if vmi.DeletionTimestamp == nil && vmi.Status.Phase.IsFinal() {
