@@ -137,6 +137,8 @@ type runningLauncher struct {
 
 var _ nodeagent.Launcher = (*runningLauncher)(nil)
 
+func (l *runningLauncher) SocketPath() string { return "/nonexistent/" + l.uid + "/launcher.sock" }
+
 func (l *runningLauncher) Status(context.Context) (launcherv1.Status, error) {
 	l.all.mu.Lock()
 	defer l.all.mu.Unlock()

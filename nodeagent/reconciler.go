@@ -51,6 +51,8 @@ type Launcher interface {
 	Reboot(ctx context.Context) error
 	// PortForward connects to the guest's TCP port.
 	PortForward(ctx context.Context, port int) (net.Conn, error)
+	// SocketPath is the launcher's command socket (the agent watches for it while the launcher starts).
+	SocketPath() string
 }
 
 var _ Launcher = (*launcherclient.Client)(nil)
@@ -82,6 +84,8 @@ type Reconciler struct {
 	Triggers <-chan event.GenericEvent
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+
+	sockets *socketWatch
 }
 
 // SetupWithManager registers the controller for this node's instances and their launcher Pods.
@@ -89,10 +93,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	sockets, err := newSocketWatch()
+	if err != nil {
+		return fmt.Errorf("watch launcher sockets: %w", err)
+	}
+	if err := mgr.Add(sockets); err != nil {
+		return fmt.Errorf("watch launcher sockets: %w", err)
+	}
+	r.sockets = sockets
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("nodeagent-virtualmachineinstance").
 		For(&virtv1.VirtualMachineInstance{}).
-		Owns(&corev1.Pod{})
+		Owns(&corev1.Pod{}).
+		WatchesRawSource(source.Channel(sockets.events, &handler.EnqueueRequestForObject{}))
 	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.Triggers != nil {
 		b = b.WatchesRawSource(source.Channel(r.Triggers, &handler.EnqueueRequestForObject{}))
@@ -106,7 +119,13 @@ type scope struct {
 	pod      *corev1.Pod
 	launcher Launcher
 	obs      observation
+	// soon asks for the next pass after disksRetry rather than the poll interval.
+	soon bool
 }
+
+// disksRetry is how soon the agent syncs again a launcher still waiting for its disks (each sync
+// already waits a few seconds in the launcher, so this is a long poll, not a busy one).
+const disksRetry = 100 * time.Millisecond
 
 // Reconcile follows one instance's guest and writes what it observed, once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -137,8 +156,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		err = r.reconcileNormal(ctx, s)
 	}
 	updateStatus(vmi, s.obs)
-	if vmi.Status.Phase.IsFinal() {
+	switch {
+	case vmi.Status.Phase.IsFinal():
 		return ctrl.Result{}, err
+	case s.soon:
+		return ctrl.Result{RequeueAfter: disksRetry}, err
 	}
 	return ctrl.Result{RequeueAfter: r.PollInterval}, err
 }
@@ -185,6 +207,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	}
 	if st.State == launcherv1.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
 		if st, err = r.sync(ctx, s); err != nil {
+			if disksPending(err) { // the launcher waited a few seconds: ask again shortly
+				s.obs.disksPending, s.soon = true, true
+				return nil
+			}
 			s.obs.syncErr = err
 			r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeWarning, EventSyncFailed, "Sync", "The launcher did not start the guest: %v", err)
 			if permanentSyncError(err) {
@@ -244,10 +270,13 @@ func (r *Reconciler) observeExit(s *scope) error {
 }
 
 // launcherDown handles a launcher that did not answer: gone (its exit file tells how the guest
-// ended), not yet up (look again at the next poll), or failing.
+// ended), not yet up (look again as soon as its socket appears, or at the next poll), or failing.
 func (r *Reconciler) launcherDown(s *scope, err error) error {
 	if !errors.Is(err, launcherclient.ErrUnreachable) {
 		return fmt.Errorf("launcher status: %w", err)
+	}
+	if s.vmi.Status.Phase == virtv1.Scheduled && r.sockets != nil {
+		r.sockets.Await(s.launcher.SocketPath(), s.vmi)
 	}
 	return r.observeExit(s)
 }

@@ -11,6 +11,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/launcherpod"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
@@ -42,6 +43,8 @@ type observation struct {
 	exit *launcherv1.Status
 	// syncErr is why the sync of this pass failed.
 	syncErr error
+	// disksPending: the launcher is still waiting for its disk containers' files.
+	disksPending bool
 	// accel is how guests of this Pod run (KVM or emulation).
 	accel accel.Decision
 	// now is the pass's time.
@@ -62,6 +65,8 @@ func updateStatus(vmi *virtv1.VirtualMachineInstance, o observation) {
 	switch {
 	case o.syncErr != nil:
 		setSyncFailed(vmi, o.syncErr, o.now)
+	case o.disksPending:
+		setDisksPending(vmi, o.pod)
 	case o.live != nil:
 		applyLive(vmi, *o.live, o)
 	case o.exit != nil:
@@ -157,6 +162,24 @@ func setSyncFailed(vmi *virtv1.VirtualMachineInstance, err error, now metav1.Tim
 }
 
 // permanentSyncError: the launcher refused the instance itself (400 Bad Request).
+// disksPending reports the launcher answering that its disk containers have not written the
+// instance's files yet.
+func disksPending(err error) bool {
+	var lerr *launcherclient.Error
+	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusServiceUnavailable
+}
+
+// setDisksPending reports a disk container that cannot start (an image that cannot be pulled:
+// Synchronized=False with the kubelet's reason, which the VM shows as its status); a copy that is
+// merely under way writes nothing.
+func setDisksPending(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod) {
+	if reason, message, stuck := launcherpod.StuckContainer(pod); stuck {
+		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+			Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: vmi.Generation,
+		})
+	}
+}
+
 func permanentSyncError(err error) bool {
 	var lerr *launcherclient.Error
 	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest

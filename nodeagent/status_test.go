@@ -81,6 +81,21 @@ func TestUpdateStatus(t *testing.T) {
 			want: want{phase: virtv1.Scheduled},
 		},
 		{
+			name: "disks still being copied: nothing changes (no write)",
+			vmi:  vmiIn(virtv1.Scheduled, ""),
+			obs:  observation{disksPending: true, accel: kvm, pod: &corev1.Pod{}},
+			want: want{phase: virtv1.Scheduled},
+		},
+		{
+			name: "a disk image cannot be pulled: Synchronized=False with the kubelet's reason",
+			vmi:  vmiIn(virtv1.Scheduled, ""),
+			obs: observation{disksPending: true, accel: kvm, pod: &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "compute", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+				{Name: "volume0-containerdisk", Image: "example/missing:1", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}}},
+			}}}},
+			want: want{phase: virtv1.Scheduled, synced: "False"},
+		},
+		{
 			name: "running guest under emulation: SoftwareEmulation=True KVMUnavailable",
 			vmi:  vmiIn(virtv1.Running, ""),
 			obs:  observation{live: &launcherv1.Status{State: launcherv1.DomainRunning, Emulation: true}, accel: emulated},

@@ -63,6 +63,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 		return nil, err
 	}
 	volumes, computeMounts := podVolumes(vmi)
+	containers := append([]corev1.Container{computeContainer(vmi, cfg, resources, computeMounts)}, diskContainers(vmi, cfg)...)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(vmi),
@@ -88,8 +89,8 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			DNSPolicy:                     vmi.Spec.DNSPolicy,
 			DNSConfig:                     vmi.Spec.DNSConfig,
 			SecurityContext:               podSecurity(cfg),
-			InitContainers:                diskCopyContainers(vmi, cfg),
-			Containers:                    []corev1.Container{computeContainer(vmi, cfg, resources, computeMounts), consoleLogContainer(cfg)},
+			InitContainers:                []corev1.Container{installContainer(cfg)},
+			Containers:                    append(containers, consoleLogContainer(cfg)),
 			Volumes:                       volumes,
 		},
 	}
@@ -160,11 +161,10 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 	return volumes, mounts
 }
 
-// diskCopyContainers: the first installs the static container-disk helper into the bin volume; then
-// one per containerDisk volume and per kernelBoot file copies the file out of its image (which may
-// have no binaries at all) into the private directory. The images themselves are never modified.
-func diskCopyContainers(vmi *virtv1.VirtualMachineInstance, cfg Config) []corev1.Container {
-	inits := []corev1.Container{{
+// installContainer, the one init container, installs the static container-disk helper into the
+// bin volume, so that the disk containers can run it in images that have no binaries at all.
+func installContainer(cfg Config) corev1.Container {
+	return corev1.Container{
 		Name:            "container-disk-binary",
 		Image:           cfg.LauncherImage,
 		ImagePullPolicy: cfg.LauncherPullPolicy,
@@ -172,7 +172,15 @@ func diskCopyContainers(vmi *virtv1.VirtualMachineInstance, cfg Config) []corev1
 		VolumeMounts:    []corev1.VolumeMount{binMount},
 		Resources:       helperResources(),
 		SecurityContext: containerSecurity(),
-	}}
+	}
+}
+
+// diskContainers copy the files out of their images into the private directory while the launcher
+// starts (regular containers, not init containers: nothing waits on the kubelet noticing each one
+// end): one per containerDisk volume, one for the kernelBoot kernel and initrd. The launcher waits
+// for the files before it starts the guest; the images themselves are never modified.
+func diskContainers(vmi *virtv1.VirtualMachineInstance, cfg Config) []corev1.Container {
+	var out []corev1.Container
 	for i, v := range vmi.Spec.Volumes {
 		if v.ContainerDisk == nil {
 			continue
@@ -182,23 +190,28 @@ func diskCopyContainers(vmi *virtv1.VirtualMachineInstance, cfg Config) []corev1
 			src = "/disk"
 		}
 		dst := path.Join(launcherv1.PrivateDir, launcherv1.DisksDir, v.Name)
-		inits = append(inits, copyContainer(cfg, fmt.Sprintf("volume%d-containerdisk", i), v.ContainerDisk.Image, v.ContainerDisk.ImagePullPolicy, src, dst))
+		out = append(out, diskContainer(cfg, fmt.Sprintf("volume%d-containerdisk", i), v.ContainerDisk.Image, v.ContainerDisk.ImagePullPolicy, src, dst))
 	}
 	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
 		c := fw.KernelBoot.Container
 		dst := path.Join(launcherv1.PrivateDir, launcherv1.KernelBootDir)
+		var pairs []string
 		if c.KernelPath != "" {
-			inits = append(inits, copyContainer(cfg, "kernel-boot-kernel", c.Image, c.ImagePullPolicy, c.KernelPath, path.Join(dst, launcherv1.KernelBootKernel)))
+			pairs = append(pairs, c.KernelPath, path.Join(dst, launcherv1.KernelBootKernel))
 		}
 		if c.InitrdPath != "" {
-			inits = append(inits, copyContainer(cfg, "kernel-boot-initrd", c.Image, c.ImagePullPolicy, c.InitrdPath, path.Join(dst, launcherv1.KernelBootInitrd)))
+			pairs = append(pairs, c.InitrdPath, path.Join(dst, launcherv1.KernelBootInitrd))
+		}
+		if len(pairs) > 0 {
+			out = append(out, diskContainer(cfg, "kernel-boot", c.Image, c.ImagePullPolicy, pairs...))
 		}
 	}
-	return inits
+	return out
 }
 
-// copyContainer runs the container-disk helper from the bin volume in image to copy src to dst.
-func copyContainer(cfg Config, name, image string, policy corev1.PullPolicy, src, dst string) corev1.Container {
+// diskContainer runs the container-disk helper from the bin volume in image: it copies each SRC
+// DST pair, then stays until the launcher ends (a running container keeps the Pod Ready).
+func diskContainer(cfg Config, name, image string, policy corev1.PullPolicy, pairs ...string) corev1.Container {
 	if policy == "" {
 		policy = cfg.DiskImagePullPolicy
 	}
@@ -206,7 +219,7 @@ func copyContainer(cfg Config, name, image string, policy corev1.PullPolicy, src
 		Name:            name,
 		Image:           image,
 		ImagePullPolicy: policy,
-		Command:         []string{path.Join(launcherv1.BinDir, path.Base(launcherv1.ContainerDiskBinary)), "copy", src, dst},
+		Command:         append([]string{path.Join(launcherv1.BinDir, path.Base(launcherv1.ContainerDiskBinary)), "serve", launcherv1.PrivateDir}, pairs...),
 		VolumeMounts:    []corev1.VolumeMount{binMount, privateMount},
 		Resources:       helperResources(),
 		SecurityContext: containerSecurity(),

@@ -10,6 +10,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/launcherpod"
 )
 
 // observePod advances the instance's status from what its launcher Pod shows; pod is nil when
@@ -81,15 +82,11 @@ func mirrorScheduled(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod) {
 
 // setSynchronized reports a container of the Pod that cannot start, or clears the condition.
 func setSynchronized(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod) {
-	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-	for _, cs := range statuses {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
-			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-				Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: w.Reason,
-				Message: fmt.Sprintf("container %s (%s): %s", cs.Name, cs.Image, w.Message),
-			})
-			return
-		}
+	if reason, message, stuck := launcherpod.StuckContainer(pod); stuck {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: reason, Message: message,
+		})
+		return
 	}
 	meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstanceSynchronized)
 }

@@ -29,6 +29,10 @@ type conflict struct{ err error }
 func (c conflict) Error() string   { return c.err.Error() }
 func (c conflict) Unwrap() []error { return []error{errConflict, c.err} }
 
+// errNotReady marks a sync that came before the disk containers wrote their files (HTTP 503): the
+// node agent asks again.
+var errNotReady = errors.New("not ready")
+
 // errBadRequest marks a malformed request (HTTP 400).
 var errBadRequest = errors.New("bad request")
 

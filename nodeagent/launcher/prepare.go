@@ -9,19 +9,73 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/launcher/cloudinit"
+	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
 // qcow2Magic starts every qcow2 image ("QFI\xfb").
 var qcow2Magic = []byte{'Q', 'F', 'I', 0xfb}
 
-// resolveInputs finds what the init containers copied into the private dir: one image per
+// Waiting for the disk containers' files: one sync waits at most inputsWait (the node agent asks
+// again), looking every inputsLook.
+const (
+	inputsWait = 3 * time.Second
+	inputsLook = 20 * time.Millisecond
+)
+
+// awaitInputs waits until the disk containers have written every file the instance needs (one per
+// containerDisk volume, the kernelBoot kernel and initrd): errNotReady when they have not within
+// inputsWait, errBadRequest naming the field when a copy failed.
+func awaitInputs(ctx context.Context, vmi *virtv1.VirtualMachineInstance, cfg *Config) error {
+	type input struct{ field, path string }
+	var inputs []input
+	for _, vol := range vmi.Spec.Volumes {
+		if vol.ContainerDisk != nil {
+			inputs = append(inputs, input{fmt.Sprintf("spec.volumes[name=%s].containerDisk", vol.Name), filepath.Join(cfg.PrivateDir, launcherv1.DisksDir, vol.Name)})
+		}
+	}
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
+		dir, c := filepath.Join(cfg.PrivateDir, launcherv1.KernelBootDir), fw.KernelBoot.Container
+		if c.KernelPath != "" {
+			inputs = append(inputs, input{"spec.domain.firmware.kernelBoot.container.kernelPath", filepath.Join(dir, launcherv1.KernelBootKernel)})
+		}
+		if c.InitrdPath != "" {
+			inputs = append(inputs, input{"spec.domain.firmware.kernelBoot.container.initrdPath", filepath.Join(dir, launcherv1.KernelBootInitrd)})
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, inputsWait)
+	defer cancel()
+	tick := time.NewTicker(inputsLook)
+	defer tick.Stop()
+	for {
+		missing := ""
+		for _, in := range inputs {
+			if why, failed := diskcopy.Failure(in.path); failed {
+				return fmt.Errorf("%w: %s: %s", errBadRequest, in.field, why)
+			}
+			if _, err := os.Stat(in.path); err != nil && missing == "" {
+				missing = in.field
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: still being copied out of its image", errNotReady, missing)
+		case <-tick.C:
+		}
+	}
+}
+
+// resolveInputs finds what the disk containers copied into the private dir: one image per
 // containerDisk volume (the single file in disks/<volume>/) and the kernelBoot kernel and initrd.
 func resolveInputs(vmi *virtv1.VirtualMachineInstance, cfg *Config, emulation bool) (domainxml.Inputs, error) {
 	in := domainxml.Inputs{
@@ -54,8 +108,8 @@ func resolveInputs(vmi *virtv1.VirtualMachineInstance, cfg *Config, emulation bo
 }
 
 // findImage is the one regular file in dir and its format; an empty Image when dir does not exist.
-// dir may also be the image itself (an init container that ran `container-disk copy SRC
-// disks/<volume>` without a trailing slash, to a path that did not exist yet).
+// dir may also be the image itself (what a disk container's `container-disk serve … SRC
+// disks/<volume>` writes: no trailing slash, a path that did not exist yet).
 func findImage(dir string) (domainxml.Image, error) {
 	st, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -141,7 +195,7 @@ func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan 
 	return nil
 }
 
-// createOverlay makes a fresh qcow2 overlay on top of the read-only image the init container copied.
+// createOverlay makes a fresh qcow2 overlay on top of the read-only image the disk container copied.
 func createOverlay(ctx context.Context, f domainxml.File, qemuImg string) error {
 	if err := os.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove old overlay: %w", err)

@@ -1,16 +1,20 @@
 package launcher
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
@@ -28,7 +32,7 @@ func write(t *testing.T, path string, data []byte) {
 	}
 }
 
-// TestResolveInputs finds what the init containers copied: one image per containerDisk (format by
+// TestResolveInputs finds what the disk containers copied: one image per containerDisk (format by
 // magic), the kernelBoot files under the contract's names or their own base names.
 func TestResolveInputs(t *testing.T) {
 	private := t.TempDir()
@@ -125,5 +129,45 @@ func TestSeedFromSecretVolume(t *testing.T) {
 	data, err := os.ReadFile(iso)
 	if err != nil || !strings.Contains(string(data), "echo from secret") {
 		t.Fatalf("seed does not carry the secret's user data: %v", err)
+	}
+}
+
+// awaitInputs waits for the disk containers' files: present at once, written meanwhile, never
+// written (503, naming the field), or a copy that failed (400 with its reason).
+func TestAwaitInputs(t *testing.T) {
+	vmi := &virtv1.VirtualMachineInstance{Spec: virtv1.VirtualMachineInstanceSpec{
+		Domain: virtv1.DomainSpec{Firmware: &virtv1.Firmware{KernelBoot: &virtv1.KernelBoot{Container: &virtv1.KernelBootContainer{
+			Image: "k", KernelPath: "/boot/vmlinuz"}}}},
+		Volumes: []virtv1.Volume{{Name: "root", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "a"}}}},
+	}}
+	private := t.TempDir()
+	cfg := &Config{PrivateDir: private}
+	kernel := filepath.Join(private, launcherv1.KernelBootDir, launcherv1.KernelBootKernel)
+	root := filepath.Join(private, launcherv1.DisksDir, "root")
+	short := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+
+	write(t, kernel, []byte("kernel"))
+	err := awaitInputs(short(), vmi, cfg)
+	if !errors.Is(err, errNotReady) || !strings.Contains(err.Error(), "spec.volumes[name=root].containerDisk: still being copied") {
+		t.Fatalf("nothing copied for root: %v, want errNotReady naming the volume", err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- awaitInputs(context.Background(), vmi, cfg) }()
+	write(t, root, []byte("QFI\xfb"))
+	if err := <-done; err != nil {
+		t.Fatalf("root written while waiting: %v", err)
+	}
+
+	if err := diskcopy.RecordFailure(kernel, errors.New("source: stat /boot/vmlinuz: no such file or directory")); err != nil {
+		t.Fatal(err)
+	}
+	err = awaitInputs(short(), vmi, cfg)
+	if !errors.Is(err, errBadRequest) || !strings.Contains(err.Error(), "spec.domain.firmware.kernelBoot.container.kernelPath: source: stat /boot/vmlinuz") {
+		t.Fatalf("a failed copy: %v, want errBadRequest naming the field and the cause", err)
 	}
 }

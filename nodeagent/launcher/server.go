@@ -27,6 +27,14 @@ func newHandler(g *guest) http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
+		vmi, err := g.parseVMI(req)
+		if err == nil { // waiting here, not in the guest's loop, keeps the loop free meanwhile
+			err = awaitInputs(r.Context(), vmi, g.cfg)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		reply(w, r, g, request{op: opSync, sync: req}, http.StatusOK)
 	})
 	mux.HandleFunc("POST "+launcherv1.PathShutdown, func(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +84,7 @@ func reply(w http.ResponseWriter, r *http.Request, g *guest, req request, okCode
 }
 
 // writeError answers with err: 400 for a malformed request, 409 where the guest's state does not
-// allow it, else 500.
+// allow it, 503 for a sync before the disks are ready, else 500.
 func writeError(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
@@ -84,6 +92,8 @@ func writeError(w http.ResponseWriter, err error) {
 		code = http.StatusBadRequest
 	case errors.Is(err, errConflict):
 		code = http.StatusConflict
+	case errors.Is(err, errNotReady):
+		code = http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, launcherv1.Error{Message: err.Error()})
 }

@@ -27,13 +27,13 @@ const (
 	VNCSocket = "vnc.sock"
 	// SerialLog is the file the guest's serial output is also written to, relative to PrivateDir.
 	SerialLog = "serial0.log"
-	// DisksDir holds the disk images the init containers copy out of containerDisk and kernelBoot
+	// DisksDir holds the disk images the disk containers copy out of containerDisk and kernelBoot
 	// images (DisksDir/<volume name>/...), relative to PrivateDir. The images are never modified:
 	// the launcher puts a copy-on-write overlay on top.
 	DisksDir = "disks"
 	// KernelBootDir holds the kernel and initrd copied from a kernelBoot container, relative to PrivateDir.
 	KernelBootDir = "kernelboot"
-	// KernelBootKernel and KernelBootInitrd are the names the init container gives the kernelPath and
+	// KernelBootKernel and KernelBootInitrd are the names the disk container gives the kernelPath and
 	// initrdPath files in KernelBootDir (the launcher also accepts the files under their own base names).
 	KernelBootKernel = "kernel"
 	KernelBootInitrd = "initrd"
@@ -42,13 +42,14 @@ const (
 	// node agent can read how the guest ended after the launcher is gone.
 	ExitFile = "launcher-exit.json"
 
-	// BinVolume is the emptyDir the first init container copies the static container-disk helper into,
+	// BinVolume is the emptyDir the one init container copies the static container-disk helper into,
 	// so that images without any binaries (containerDisk images are often FROM scratch) can run it.
 	BinVolume = "podvirt-bin"
 	// BinDir is where BinVolume is mounted.
 	BinDir = "/var/run/podvirt-bin"
 	// ContainerDiskBinary is the static helper in the launcher image (`container-disk install DIR`
-	// copies itself to DIR; `container-disk copy SRC DST` copies a file sparsely).
+	// copies itself to DIR; `container-disk serve PRIVATE_DIR SRC DST…` copies files sparsely, then
+	// stays while the launcher runs).
 	ContainerDiskBinary = "/usr/bin/container-disk"
 
 	// PVCMountRoot is where PersistentVolumeClaim volumes are mounted (PVCMountRoot/<volume name>/);

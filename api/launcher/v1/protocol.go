@@ -3,7 +3,9 @@ package v1
 // Command protocol, version 1: HTTP/1.1 over the unix socket CommandSocket, JSON bodies.
 //
 //	GET  /v1/ping       → 200 {"version":"v1"}
-//	POST /v1/sync       body SyncRequest → 200 Status (define and start the domain if it is not yet)
+//	POST /v1/sync       body SyncRequest → 200 Status (define and start the domain if it is not yet);
+//	                    503 while the disk containers have not written the instance's files yet
+//	                    (after a few seconds' wait: ask again), 400 naming the field when a copy failed
 //	POST /v1/shutdown   body ShutdownRequest → 202 (ACPI power-off; killed after the grace period)
 //	POST /v1/kill       → 202 (stop the guest at once)
 //	POST /v1/pause      → 200 Status

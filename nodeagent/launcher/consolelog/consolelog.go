@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/nodeagent/launcher/lifetime"
 )
 
 // Follow copies privateDir/serial0.log to w as it grows, from its start, until the launcher has ended,
@@ -24,8 +24,7 @@ import (
 // write the exit file). interval is how often it looks for more.
 func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.Duration) error {
 	logPath := filepath.Join(privateDir, launcherv1.SerialLog)
-	exitPath := filepath.Join(privateDir, launcherv1.ExitFile)
-	sockPath := filepath.Join(privateDir, launcherv1.CommandSocket)
+	launcher := lifetime.New(privateDir)
 	var f *os.File
 	defer func() {
 		if f != nil {
@@ -34,14 +33,8 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 	}()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	sawLauncher := false
-	for n := 0; ; n++ {
-		ended := fileExists(exitPath)
-		if !ended && n%4 == 0 {
-			alive := answers(sockPath)
-			ended = sawLauncher && !alive
-			sawLauncher = sawLauncher || alive
-		}
+	for {
+		ended := launcher.Ended()
 		if f == nil {
 			var err error
 			f, err = os.Open(logPath)
@@ -62,7 +55,7 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 			// The Pod is being deleted: every container gets SIGTERM at once, but the guest's
 			// shutdown is what users want to see. Keep following until the launcher ends (the
 			// kubelet's grace period bounds this); only a launcher never seen ends it at once.
-			if !sawLauncher && !answers(sockPath) {
+			if !launcher.Seen() {
 				if f != nil {
 					if _, err := io.Copy(w, f); err != nil {
 						return fmt.Errorf("copy serial log: %w", err)
@@ -70,24 +63,8 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 				}
 				return nil
 			}
-			sawLauncher = true
 			<-tick.C
 		case <-tick.C:
 		}
 	}
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// answers reports whether something accepts connections on the unix socket path.
-func answers(path string) bool {
-	c, err := net.DialTimeout("unix", path, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }

@@ -127,3 +127,32 @@ func Install(dir string) (string, error) {
 	}
 	return dst, nil
 }
+
+// failureSuffix names the file beside a copy's destination that says why the copy failed: the
+// launcher waits for the destination and reports this instead when it appears.
+const failureSuffix = ".failed"
+
+// RecordFailure leaves cause beside dst, for the launcher (written whole, then renamed into place).
+func RecordFailure(dst string, cause error) error {
+	path := strings.TrimSuffix(dst, "/") + failureSuffix
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(cause.Error()), 0o444); err != nil {
+		return fmt.Errorf("record the failure: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("record the failure: %w", err)
+	}
+	return nil
+}
+
+// Failure is why the copy to dst failed, if RecordFailure said so.
+func Failure(dst string) (string, bool) {
+	data, err := os.ReadFile(strings.TrimSuffix(dst, "/") + failureSuffix)
+	if err != nil {
+		return "", false
+	}
+	return string(data), true
+}

@@ -27,7 +27,7 @@ type Inputs struct {
 	PrivateDir string
 	// PVCRoot is launcherv1.PVCMountRoot in a Pod.
 	PVCRoot string
-	// ContainerDisks maps a containerDisk volume's name to the image its init container copied.
+	// ContainerDisks maps a containerDisk volume's name to the image its disk container copied.
 	ContainerDisks map[string]Image
 	// Kernel and Initrd are the kernelBoot files copied into PrivateDir/kernelboot (Initrd may be empty).
 	Kernel, Initrd string
