@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -76,6 +77,7 @@ func serve(ctx context.Context, privateDir string, pairs []string, stdout, stder
 		}
 		fmt.Fprintln(stdout, "copied", src, "to", written)
 	}
+	debug.FreeOSMemory() // what the copy used: this process stays as long as the guest runs
 	launcher := lifetime.New(privateDir)
 	tick := time.NewTicker(lookEvery)
 	defer tick.Stop()

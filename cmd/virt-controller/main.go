@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -37,6 +38,7 @@ func run() error {
 		fixed, perVCPU, emulated string
 		pullPolicy               string
 		diskPullPolicy           string
+		workers                  int
 	)
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
@@ -57,6 +59,7 @@ func run() error {
 	flag.StringVar(&emulated, "overhead-emulation", def.Emulation.String(), "launcher Pod memory beyond the guest's: extra under software emulation")
 	flag.DurationVar(&o.HeartbeatThreshold, "node-heartbeat-threshold", 2*heartbeat.LeaseDuration, "age after which a node agent's heartbeat counts as lost")
 	flag.IntVar(&o.ReplicaSetBurst, "replicaset-burst", 250, "most instances a replica set creates or deletes in one pass")
+	flag.IntVar(&workers, "concurrent-reconciles", 8, "objects each controller reconciles at once (different objects; one object is never reconciled twice at once)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -86,8 +89,12 @@ func run() error {
 		*q.out = v
 	}
 
+	if workers < 1 {
+		return fmt.Errorf("--concurrent-reconciles: must be at least 1, got %d", workers)
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme.New(),
+		Controller:              config.Controller{MaxConcurrentReconciles: workers},
 		Cache:                   controllers.CacheOptions(o),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
