@@ -37,6 +37,10 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
+// DefaultConcurrentReconciles is how many objects each controller reconciles at once (never one
+// object twice at once), unless virt-controller's --concurrent-reconciles says otherwise.
+const DefaultConcurrentReconciles = 8
+
 // CacheOptions limits the manager's cache to what the controllers read: launcher Pods only (by
 // label) and leases in Podvirt's namespace only.
 func CacheOptions(o Options) cache.Options {

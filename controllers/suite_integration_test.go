@@ -54,7 +54,7 @@ func startControllers(t *testing.T, ns string, opts ...func(*controllers.Options
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: controllers.DefaultConcurrentReconciles},
 	})
 	require.NoError(t, err)
 	require.NoError(t, controllers.AddToManager(mgr, o))

@@ -32,7 +32,7 @@ const ControllerName = "virt-handler"
 
 // workers is how many instances are reconciled at once: a first sync can take seconds (the launcher
 // prepares disks and starts qemu), and other guests must not wait behind it.
-const workers = 4
+const workers = 8
 
 // Launcher is what the agent needs of one launcher; launcherclient.Client implements it over the
 // launcher's unix socket.
@@ -98,6 +98,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("watch launcher sockets: %w", err)
 	}
 	if err := mgr.Add(sockets); err != nil {
+		_ = sockets.watcher.Close()
 		return fmt.Errorf("watch launcher sockets: %w", err)
 	}
 	r.sockets = sockets

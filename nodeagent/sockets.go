@@ -38,22 +38,29 @@ func newSocketWatch() (*socketWatch, error) {
 	return &socketWatch{watcher: w, events: make(chan event.GenericEvent, socketEvents), waiting: map[string]client.ObjectKey{}}, nil
 }
 
-// Await asks for a pass of vmi once the socket at path exists (at once if it already does).
+// Await asks for a pass of vmi once the socket at path appears. A socket file already there (a
+// launcher that died without removing it) is not awaited: the poll looks again.
 func (s *socketWatch) Await(path string, vmi *virtv1.VirtualMachineInstance) {
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
 	s.mu.Lock()
 	_, known := s.waiting[path]
 	if !known {
 		if err := s.watcher.Add(filepath.Dir(path)); err != nil {
 			s.mu.Unlock()
-			return // no such directory yet: the poll comes anyway
+			return // no such directory (yet), or no inotify watch left: the poll comes anyway
 		}
 		s.waiting[path] = client.ObjectKeyFromObject(vmi)
 	}
 	s.mu.Unlock()
-	if _, err := os.Stat(path); err == nil { // it appeared before the watch
+	if _, err := os.Stat(path); err == nil { // it appeared while the watch was being added
 		s.fire(path)
 	}
 }
+
+// NeedLeaderElection is false: every node agent watches its own node's launchers.
+func (s *socketWatch) NeedLeaderElection() bool { return false }
 
 // Start delivers the socket events until ctx ends (a manager.Runnable).
 func (s *socketWatch) Start(ctx context.Context) error {

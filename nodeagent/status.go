@@ -66,7 +66,7 @@ func updateStatus(vmi *virtv1.VirtualMachineInstance, o observation) {
 	case o.syncErr != nil:
 		setSyncFailed(vmi, o.syncErr, o.now)
 	case o.disksPending:
-		setDisksPending(vmi, o.pod)
+		setDisksPending(vmi, o.pod, o.now)
 	case o.live != nil:
 		applyLive(vmi, *o.live, o)
 	case o.exit != nil:
@@ -161,7 +161,6 @@ func setSyncFailed(vmi *virtv1.VirtualMachineInstance, err error, now metav1.Tim
 	}
 }
 
-// permanentSyncError: the launcher refused the instance itself (400 Bad Request).
 // disksPending reports the launcher answering that its disk containers have not written the
 // instance's files yet.
 func disksPending(err error) bool {
@@ -169,10 +168,20 @@ func disksPending(err error) bool {
 	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusServiceUnavailable
 }
 
-// setDisksPending reports a disk container that cannot start (an image that cannot be pulled:
-// Synchronized=False with the kubelet's reason, which the VM shows as its status); a copy that is
+// setDisksPending fails the instance when a disk container ended without its file (killed, out
+// of memory, a failure it could not record: the launcher would wait for it forever), and reports a
+// disk container the kubelet cannot start (Synchronized=False with its reason); a copy that is
 // merely under way writes nothing.
-func setDisksPending(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod) {
+func setDisksPending(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.Time) {
+	if message, failed := launcherpod.FailedContainer(pod, launcherv1.ComputeContainer, launcherv1.ConsoleLogContainer); failed {
+		msg := "a disk container ended before it copied its file: " + message
+		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+			Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: ReasonSyncFailed, Message: msg, ObservedGeneration: vmi.Generation,
+		})
+		vmi.Status.SetPhase(virtv1.Failed, ReasonSyncFailed, now)
+		setReady(vmi, metav1.ConditionFalse, ReasonSyncFailed, msg)
+		return
+	}
 	if reason, message, stuck := launcherpod.StuckContainer(pod); stuck {
 		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
 			Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: vmi.Generation,
@@ -180,6 +189,7 @@ func setDisksPending(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod) {
 	}
 }
 
+// permanentSyncError: the launcher refused the instance itself (400 Bad Request).
 func permanentSyncError(err error) bool {
 	var lerr *launcherclient.Error
 	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest

@@ -96,6 +96,15 @@ func TestUpdateStatus(t *testing.T) {
 			want: want{phase: virtv1.Scheduled, synced: "False"},
 		},
 		{
+			name: "a disk container killed before it copied its file: Failed (the launcher would wait forever)",
+			vmi:  vmiIn(virtv1.Scheduled, ""),
+			obs: observation{disksPending: true, accel: kvm, pod: &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+				{Name: launcherv1.ComputeContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+				{Name: "volume0-containerdisk", Image: "example/disk:1", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}},
+			}}}},
+			want: want{phase: virtv1.Failed, reason: ReasonSyncFailed, ready: "False", readyWhy: ReasonSyncFailed, synced: "False"},
+		},
+		{
 			name: "running guest under emulation: SoftwareEmulation=True KVMUnavailable",
 			vmi:  vmiIn(virtv1.Running, ""),
 			obs:  observation{live: &launcherv1.Status{State: launcherv1.DomainRunning, Emulation: true}, accel: emulated},

@@ -32,13 +32,16 @@ import (
 const lookEvery = time.Second
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, terminated))
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// terminated installs the SIGTERM handler when called: serve calls it after its copies, so a Pod
+// deleted during a long copy ends it at once (the default action), as an init container did.
+func terminated() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+}
+
+func run(args []string, stdout, stderr io.Writer, terminated func() (context.Context, context.CancelFunc)) int {
 	switch {
 	case len(args) == 2 && args[0] == "install":
 		dst, err := diskcopy.Install(args[1])
@@ -57,14 +60,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "copied", args[1], "to", dst)
 		return 0
 	case len(args) >= 4 && len(args)%2 == 0 && args[0] == "serve":
-		return serve(ctx, args[1], args[2:], stdout, stderr)
+		return serve(args[1], args[2:], stdout, stderr, terminated)
 	}
 	fmt.Fprintln(stderr, "usage: container-disk install DIR | container-disk copy SRC DST | container-disk serve PRIVATE_DIR SRC DST [SRC DST]...")
 	return 2
 }
 
-// serve copies each SRC DST pair, then waits for the launcher to end.
-func serve(ctx context.Context, privateDir string, pairs []string, stdout, stderr io.Writer) int {
+// serve copies each SRC DST pair, then waits for the launcher to end (or termination).
+func serve(privateDir string, pairs []string, stdout, stderr io.Writer, terminated func() (context.Context, context.CancelFunc)) int {
 	for i := 0; i < len(pairs); i += 2 {
 		src, dst := pairs[i], pairs[i+1]
 		written, err := diskcopy.Copy(src, dst)
@@ -78,6 +81,8 @@ func serve(ctx context.Context, privateDir string, pairs []string, stdout, stder
 		fmt.Fprintln(stdout, "copied", src, "to", written)
 	}
 	debug.FreeOSMemory() // what the copy used: this process stays as long as the guest runs
+	ctx, stop := terminated()
+	defer stop()
 	launcher := lifetime.New(privateDir)
 	tick := time.NewTicker(lookEvery)
 	defer tick.Stop()

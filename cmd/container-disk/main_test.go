@@ -13,6 +13,9 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 )
 
+// never is a termination that does not come.
+func never() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
+
 // serve copies every pair, stays while the launcher runs and returns 0 once its exit file appears.
 func TestServeCopiesThenStaysUntilTheLauncherEnds(t *testing.T) {
 	src, private := t.TempDir(), t.TempDir()
@@ -25,8 +28,8 @@ func TestServeCopiesThenStaysUntilTheLauncherEnds(t *testing.T) {
 	done := make(chan int, 1)
 	var out, errOut bytes.Buffer
 	go func() {
-		done <- run(context.Background(), []string{"serve", private, filepath.Join(src, "vmlinuz"), filepath.Join(kb, "kernel"),
-			filepath.Join(src, "initrd"), filepath.Join(kb, "initrd")}, &out, &errOut)
+		done <- run([]string{"serve", private, filepath.Join(src, "vmlinuz"), filepath.Join(kb, "kernel"),
+			filepath.Join(src, "initrd"), filepath.Join(kb, "initrd")}, &out, &errOut, never)
 	}()
 	deadline := time.After(10 * time.Second)
 	for _, f := range []string{"kernel", "initrd"} {
@@ -61,7 +64,7 @@ func TestServeRecordsAFailedCopy(t *testing.T) {
 	private := t.TempDir()
 	dst := filepath.Join(private, launcherv1.DisksDir, "root")
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"serve", private, "/no/such/disk", dst}, &out, &errOut); code != 1 {
+	if code := run([]string{"serve", private, "/no/such/disk", dst}, &out, &errOut, never); code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	why, failed := diskcopy.Failure(dst)
@@ -76,10 +79,13 @@ func TestServeEndsOnTermination(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(src, "disk.img"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	terminatedNow := func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx, cancel
+	}
 	var out, errOut bytes.Buffer
-	if code := run(ctx, []string{"serve", private, filepath.Join(src, "disk.img"), filepath.Join(private, "disks", "root")}, &out, &errOut); code != 0 {
+	if code := run([]string{"serve", private, filepath.Join(src, "disk.img"), filepath.Join(private, "disks", "root")}, &out, &errOut, terminatedNow); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 }

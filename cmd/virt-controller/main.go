@@ -59,7 +59,7 @@ func run() error {
 	flag.StringVar(&emulated, "overhead-emulation", def.Emulation.String(), "launcher Pod memory beyond the guest's: extra under software emulation")
 	flag.DurationVar(&o.HeartbeatThreshold, "node-heartbeat-threshold", 2*heartbeat.LeaseDuration, "age after which a node agent's heartbeat counts as lost")
 	flag.IntVar(&o.ReplicaSetBurst, "replicaset-burst", 250, "most instances a replica set creates or deletes in one pass")
-	flag.IntVar(&workers, "concurrent-reconciles", 8, "objects each controller reconciles at once (different objects; one object is never reconciled twice at once)")
+	flag.IntVar(&workers, "concurrent-reconciles", controllers.DefaultConcurrentReconciles, "objects each controller reconciles at once (different objects; one object is never reconciled twice at once)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

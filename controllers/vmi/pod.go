@@ -63,7 +63,12 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 		return nil, err
 	}
 	volumes, computeMounts := podVolumes(vmi)
-	containers := append([]corev1.Container{computeContainer(vmi, cfg, resources, computeMounts)}, diskContainers(vmi, cfg)...)
+	disks := diskContainers(vmi, cfg)
+	var inits []corev1.Container
+	if len(disks) > 0 {
+		inits = []corev1.Container{installContainer(cfg)}
+	}
+	containers := append([]corev1.Container{computeContainer(vmi, cfg, resources, computeMounts)}, disks...)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(vmi),
@@ -89,7 +94,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			DNSPolicy:                     vmi.Spec.DNSPolicy,
 			DNSConfig:                     vmi.Spec.DNSConfig,
 			SecurityContext:               podSecurity(cfg),
-			InitContainers:                []corev1.Container{installContainer(cfg)},
+			InitContainers:                inits,
 			Containers:                    append(containers, consoleLogContainer(cfg)),
 			Volumes:                       volumes,
 		},

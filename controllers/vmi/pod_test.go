@@ -122,3 +122,26 @@ func TestPodNameIsDeterministicAndShort(t *testing.T) {
 	long.Name = "a-very-long-virtual-machine-instance-name-that-goes-on-and-on-and-on"
 	assert.LessOrEqual(t, len(PodName(long)), 63)
 }
+
+// Disk containers copy containerDisk and kernelBoot files; only then is the helper installed by
+// the one init container. An instance with neither has no init container at all.
+func TestRenderPodDiskContainers(t *testing.T) {
+	v := seedInstance(t)
+	pod, err := RenderPod(v, testConfig())
+	require.NoError(t, err)
+	require.Len(t, pod.Spec.InitContainers, 1)
+	names := []string{}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, launcherv1.ComputeContainer, names[0], "the launcher starts first")
+	assert.Equal(t, launcherv1.ConsoleLogContainer, names[len(names)-1])
+
+	noDisks := v.DeepCopy()
+	noDisks.Spec.Volumes = nil
+	noDisks.Spec.Domain.Devices.Disks = nil
+	pod, err = RenderPod(noDisks, testConfig())
+	require.NoError(t, err)
+	assert.Empty(t, pod.Spec.InitContainers)
+	assert.Len(t, pod.Spec.Containers, 2, "compute and guest-console-log")
+}

@@ -6,6 +6,7 @@ package launcherpod
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -24,4 +25,24 @@ func StuckContainer(pod *corev1.Pod) (reason, message string, stuck bool) {
 		}
 	}
 	return "", "", false
+}
+
+// FailedContainer names the first regular container of a launcher Pod, other than those named in
+// except, that has ended with a non-zero exit code (killed, out of memory, failed), with how.
+func FailedContainer(pod *corev1.Pod, except ...string) (message string, failed bool) {
+	for _, cs := range pod.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil || t.ExitCode == 0 || slices.Contains(except, cs.Name) {
+			continue
+		}
+		msg := fmt.Sprintf("container %s (%s) exited with code %d", cs.Name, cs.Image, t.ExitCode)
+		if t.Reason != "" {
+			msg += " (" + t.Reason + ")"
+		}
+		if t.Message != "" {
+			msg += ": " + t.Message
+		}
+		return msg, true
+	}
+	return "", false
 }

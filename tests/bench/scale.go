@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -220,8 +221,8 @@ func (cp *controlPlane) writes(ctx context.Context) (map[string]float64, error) 
 var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
 var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-// parseWrites sums apiserver_request_total for POST, PUT, PATCH and DELETE by resource (with its
-// subresource).
+// parseWrites sums apiserver_request_total for POST, PUT, PATCH, APPLY and DELETE by resource (with
+// its subresource), refused ones (409 conflicts) included.
 func parseWrites(metrics string) map[string]float64 {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(metrics))
@@ -236,7 +237,7 @@ func parseWrites(metrics string) map[string]float64 {
 			labels[kv[1]] = kv[2]
 		}
 		switch labels["verb"] {
-		case "POST", "PUT", "PATCH", "DELETE":
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE":
 		default:
 			continue
 		}
@@ -265,6 +266,8 @@ func startProcess(dir, name, bin string, args ...string) (*process, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	// Killed with the benchmark even when it is (a go test timeout runs no cleanup).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

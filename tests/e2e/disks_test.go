@@ -27,7 +27,7 @@ func TestDiskContainerFailuresReachTheVM(t *testing.T) {
 
 	missing := kernelBootVM(f.Namespace, "missing-image", virtv1.RunStrategyAlways)
 	kb := missing.Spec.Template.Spec.Domain.Firmware.KernelBoot.Container
-	kb.Image, kb.ImagePullPolicy = "docker.io/podvirt/does-not-exist:dev", corev1.PullIfNotPresent
+	kb.Image, kb.ImagePullPolicy = "localhost:1/podvirt/does-not-exist:dev", corev1.PullIfNotPresent // refused at once
 	f.Create(missing)
 
 	badPath := kernelBootVM(f.Namespace, "bad-path", virtv1.RunStrategyAlways)
