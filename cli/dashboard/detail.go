@@ -20,7 +20,7 @@ func (m Model) detailView(room int) string {
 	}
 	now := m.now()
 	lines := []string{
-		m.style("", true, r.Namespace+"/"+r.Name) + "  " + strings.TrimSuffix(r.Kind.String(), "s"),
+		m.style("", true, r.Namespace+"/"+r.Name) + "  " + r.Kind.Singular(),
 		"  status:     " + m.style(statusColor(r.Status), true, r.Status) + fmt.Sprintf("   ready: %t   age: %s", r.Ready, age(r.Created, now)),
 	}
 	if r.Kind != KindVMIRS {

@@ -33,6 +33,9 @@ func (k Kind) String() string {
 	return [...]string{"VMs", "VMIs", "VMIRSs"}[k]
 }
 
+// Singular is the kind's name for one object (VM, VMI, VMIRS).
+func (k Kind) Singular() string { return strings.TrimSuffix(k.String(), "s") }
+
 // Row is one object as the list shows it.
 type Row struct {
 	Kind            Kind

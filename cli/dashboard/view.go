@@ -108,7 +108,7 @@ func (m Model) confirmQuestion() string {
 	case ActForceStop:
 		what += " without waiting for the guest to shut down"
 	case ActDelete:
-		what = fmt.Sprintf("delete %s %s/%s", strings.TrimSuffix(p.row.Kind.String(), "s"), p.row.Namespace, p.row.Name)
+		what = fmt.Sprintf("delete %s %s/%s", p.row.Kind.Singular(), p.row.Namespace, p.row.Name)
 	}
 	return what + "?"
 }

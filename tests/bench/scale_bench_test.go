@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -182,27 +183,14 @@ func diff(after, before map[string]float64, n int) map[string]float64 {
 	return out
 }
 
-// parallel runs do(0…n-1) with 16 workers; the first error fails the benchmark.
+// parallel runs do(0…n-1), 16 at a time; the first error fails the benchmark.
 func parallel(b *testing.B, n int, do func(i int) error) {
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	next := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for i := range next {
-				if err := do(i); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
+	var g errgroup.Group
+	g.SetLimit(16)
 	for i := range n {
-		next <- i
+		g.Go(func() error { return do(i) })
 	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
 }
