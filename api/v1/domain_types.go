@@ -11,7 +11,7 @@ type DomainSpec struct {
 	// Resources requested for the guest; requests.memory is the guest memory unless memory.guest is set.
 	// +optional
 	Resources ResourceRequirements `json:"resources,omitempty"`
-	// CPU topology.
+	// CPU topology, model and placement.
 	// +optional
 	CPU *CPU `json:"cpu,omitempty"`
 	// Memory of the guest.
@@ -20,21 +20,76 @@ type DomainSpec struct {
 	// Machine type.
 	// +optional
 	Machine *Machine `json:"machine,omitempty"`
-	// Firmware: UUID, serial and direct kernel boot.
+	// Firmware: UUID, serial, bootloader, direct kernel boot and ACPI tables.
 	// +optional
 	Firmware *Firmware `json:"firmware,omitempty"`
-	// Features: ACPI, APIC, SMM.
+	// Clock: guest clock offset and timers.
+	// +optional
+	Clock *Clock `json:"clock,omitempty"`
+	// Features: ACPI, APIC, SMM, Hyper-V enlightenments and KVM options.
 	// +optional
 	Features *Features `json:"features,omitempty"`
 	// Devices: disks, interfaces, console and graphics.
 	// +optional
 	Devices Devices `json:"devices,omitempty"`
+	// IOThreadsPolicy selects how disks share IOThreads; unset means no IOThreads.
+	// +optional
+	IOThreadsPolicy *IOThreadsPolicy `json:"ioThreadsPolicy,omitempty"`
+	// IOThreads tunes the IOThreads (used by the supplementalPool policy).
+	// +optional
+	IOThreads *DiskIOThreads `json:"ioThreads,omitempty"`
+	// Chassis is the SMBIOS chassis information shown to the guest.
+	// +optional
+	Chassis *Chassis `json:"chassis,omitempty"`
+	// LaunchSecurity configures confidential-computing launch (SEV, SEV-SNP, TDX).
+	// +optional
+	LaunchSecurity *LaunchSecurity `json:"launchSecurity,omitempty"`
+	// RebootPolicy decides whether a guest-initiated reboot restarts the guest or ends the VMI.
+	// +optional
+	RebootPolicy *RebootPolicy `json:"rebootPolicy,omitempty"`
 }
+
+// IOThreadsPolicy is how disks are spread over IOThreads.
+//
+// +kubebuilder:validation:Enum=shared;auto;supplementalPool
+type IOThreadsPolicy string
+
+// IOThreads policies.
+const (
+	// IOThreadsPolicyShared puts all disks on one shared IOThread.
+	IOThreadsPolicyShared IOThreadsPolicy = "shared"
+	// IOThreadsPolicyAuto spreads disks over a pool sized from the vCPU count.
+	IOThreadsPolicyAuto IOThreadsPolicy = "auto"
+	// IOThreadsPolicySupplementalPool uses a pool of ioThreads.supplementalPoolThreadCount threads.
+	IOThreadsPolicySupplementalPool IOThreadsPolicy = "supplementalPool"
+)
+
+// DiskIOThreads tunes the IOThreads given to disks.
+type DiskIOThreads struct {
+	// SupplementalPoolThreadCount is the pool size for the supplementalPool policy.
+	// +optional
+	SupplementalPoolThreadCount *uint32 `json:"supplementalPoolThreadCount,omitempty"`
+}
+
+// RebootPolicy is what happens when the guest reboots itself.
+//
+// +kubebuilder:validation:Enum=Reboot;Terminate
+type RebootPolicy string
+
+// Reboot policies.
+const (
+	// RebootPolicyReboot lets the guest reboot in place (the default).
+	RebootPolicyReboot RebootPolicy = "Reboot"
+	// RebootPolicyTerminate ends the VMI on a guest reboot so a controller can recreate it.
+	RebootPolicyTerminate RebootPolicy = "Terminate"
+)
 
 // ResourceRequirements are the compute resources of a guest.
 type ResourceRequirements struct {
+	// Requests are the initial resources (cpu, memory) of the guest.
 	// +optional
 	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// Limits cap the resources (cpu, memory) of the guest.
 	// +optional
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 	// OvercommitGuestOverhead leaves the per-VM overhead out of the launcher Pod's requests.
@@ -42,7 +97,7 @@ type ResourceRequirements struct {
 	OvercommitGuestOverhead bool `json:"overcommitGuestOverhead,omitempty"`
 }
 
-// CPU is the guest's CPU topology.
+// CPU is the guest's CPU topology, model and placement.
 type CPU struct {
 	// Cores per socket; defaults to 1.
 	// +optional
@@ -50,22 +105,77 @@ type CPU struct {
 	// Sockets; defaults to 1.
 	// +optional
 	Sockets uint32 `json:"sockets,omitempty"`
+	// MaxSockets is the socket count vCPU hotplug may grow to.
+	// +optional
+	MaxSockets uint32 `json:"maxSockets,omitempty"`
 	// Threads per core; defaults to 1.
 	// +optional
 	Threads uint32 `json:"threads,omitempty"`
-	// Model of the virtual CPU (e.g. host-model, host-passthrough).
+	// Model of the virtual CPU (e.g. host-model, host-passthrough, or a libvirt model name).
 	// +optional
 	Model string `json:"model,omitempty"`
+	// Features adds or removes individual CPU features.
+	// +optional
+	Features []CPUFeature `json:"features,omitempty"`
 	// DedicatedCPUPlacement pins vCPUs to dedicated host CPUs.
 	// +optional
 	DedicatedCPUPlacement bool `json:"dedicatedCpuPlacement,omitempty"`
+	// NUMA configures the guest NUMA topology.
+	// +optional
+	NUMA *NUMA `json:"numa,omitempty"`
+	// IsolateEmulatorThread gives the emulator thread its own dedicated host CPU.
+	// +optional
+	IsolateEmulatorThread bool `json:"isolateEmulatorThread,omitempty"`
+	// Realtime tunes the guest for low-latency workloads.
+	// +optional
+	Realtime *Realtime `json:"realtime,omitempty"`
+}
+
+// CPUFeature turns one CPU feature on or off.
+type CPUFeature struct {
+	// Name of the feature (libvirt's name, e.g. vmx).
+	Name string `json:"name"`
+	// Policy for the feature; defaults to require.
+	// +optional
+	// +kubebuilder:validation:Enum="";force;require;optional;disable;forbid
+	Policy string `json:"policy,omitempty"`
+}
+
+// NUMA is the guest NUMA configuration.
+type NUMA struct {
+	// GuestMappingPassthrough mirrors the host NUMA cells of the pinned CPUs into the guest.
+	// +optional
+	GuestMappingPassthrough *NUMAGuestMappingPassthrough `json:"guestMappingPassthrough,omitempty"`
+}
+
+// NUMAGuestMappingPassthrough selects a guest NUMA layout that follows the host's, with no settings.
+type NUMAGuestMappingPassthrough struct{}
+
+// Realtime holds realtime tuning.
+type Realtime struct {
+	// Mask is a libvirt vCPU set expression (e.g. "0-3,^1") naming the realtime vCPUs.
+	// +optional
+	Mask string `json:"mask,omitempty"`
 }
 
 // Memory is the guest's memory.
 type Memory struct {
+	// Hugepages backs guest memory with huge pages.
+	// +optional
+	Hugepages *Hugepages `json:"hugepages,omitempty"`
 	// Guest is the memory the guest sees; defaults to resources.requests.memory.
 	// +optional
 	Guest *resource.Quantity `json:"guest,omitempty"`
+	// MaxGuest is the memory the guest may grow to by hotplug.
+	// +optional
+	MaxGuest *resource.Quantity `json:"maxGuest,omitempty"`
+}
+
+// Hugepages selects huge-page backing.
+type Hugepages struct {
+	// PageSize of the huge pages, e.g. 2Mi or 1Gi.
+	// +optional
+	PageSize string `json:"pageSize,omitempty"`
 }
 
 // Machine is the emulated machine type.
@@ -81,12 +191,55 @@ type Firmware struct {
 	// restarts.
 	// +optional
 	UUID types.UID `json:"uuid,omitempty"`
+	// Bootloader chooses BIOS or EFI.
+	// +optional
+	Bootloader *Bootloader `json:"bootloader,omitempty"`
 	// Serial number reported to the guest.
 	// +optional
 	Serial string `json:"serial,omitempty"`
 	// KernelBoot boots a kernel and initrd taken from a container image, without a bootloader.
 	// +optional
 	KernelBoot *KernelBoot `json:"kernelBoot,omitempty"`
+	// ACPI supplies extra ACPI tables from Secrets.
+	// +optional
+	ACPI *ACPI `json:"acpi,omitempty"`
+}
+
+// Bootloader picks the guest firmware; at most one member is set.
+type Bootloader struct {
+	// BIOS firmware (the default).
+	// +optional
+	BIOS *BIOS `json:"bios,omitempty"`
+	// EFI firmware (OVMF).
+	// +optional
+	EFI *EFI `json:"efi,omitempty"`
+}
+
+// BIOS configures legacy BIOS firmware.
+type BIOS struct {
+	// UseSerial sends BIOS output to the serial console.
+	// +optional
+	UseSerial *bool `json:"useSerial,omitempty"`
+}
+
+// EFI configures UEFI firmware.
+type EFI struct {
+	// SecureBoot uses Secure Boot firmware (needs SMM); defaults to true.
+	// +optional
+	SecureBoot *bool `json:"secureBoot,omitempty"`
+	// Persistent keeps the EFI variable store across reboots; defaults to false.
+	// +optional
+	Persistent *bool `json:"persistent,omitempty"`
+}
+
+// ACPI names volumes whose Secrets hold ACPI table blobs.
+type ACPI struct {
+	// SlicNameRef is the name of a Secret volume holding a SLIC table.
+	// +optional
+	SlicNameRef string `json:"slicNameRef,omitempty"`
+	// MsdmNameRef is the name of a Secret volume holding an MSDM table.
+	// +optional
+	MsdmNameRef string `json:"msdmNameRef,omitempty"`
 }
 
 // KernelBoot boots the guest directly from a kernel (and optional initrd).
@@ -121,23 +274,21 @@ type KernelBootContainer struct {
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 }
 
-// Features are hypervisor features exposed to the guest.
-type Features struct {
-	// ACPI, enabled by default; needed for graceful shutdown.
+// Chassis is SMBIOS chassis information.
+type Chassis struct {
+	// Manufacturer string.
 	// +optional
-	ACPI FeatureState `json:"acpi,omitempty"`
-	// APIC.
+	Manufacturer string `json:"manufacturer,omitempty"`
+	// Version string.
 	// +optional
-	APIC *FeatureState `json:"apic,omitempty"`
-	// SMM (System Management Mode).
+	Version string `json:"version,omitempty"`
+	// Serial number.
 	// +optional
-	SMM *FeatureState `json:"smm,omitempty"`
+	Serial string `json:"serial,omitempty"`
+	// Asset tag.
+	// +optional
+	Asset string `json:"asset,omitempty"`
+	// Sku number.
+	// +optional
+	Sku string `json:"sku,omitempty"`
 }
-
-// FeatureState turns a feature on or off.
-type FeatureState struct {
-	// Enabled defaults to true.
-	// +optional
-	Enabled *bool `json:"enabled,omitempty"`
-}
-

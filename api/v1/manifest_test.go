@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/corpus"
 	"github.com/podvirt/podvirt/internal/testenv"
 )
 
@@ -35,5 +36,29 @@ func TestPhaseIsFinal(t *testing.T) {
 		virtv1.Unknown: false, virtv1.Succeeded: true, virtv1.Failed: true,
 	} {
 		assert.Equal(t, final, phase.IsFinal(), string(phase))
+	}
+}
+
+// Every manifest of the KubeVirt corpus decodes strictly into these Go types: a Go client gets
+// every field KubeVirt's API has, named as KubeVirt names it.
+func TestCorpusDecodesStrictly(t *testing.T) {
+	manifests, err := corpus.Load(testenv.RepoPath("api", "v1", "testdata", "corpus"))
+	require.NoError(t, err)
+	require.NotEmpty(t, manifests)
+	for _, m := range manifests {
+		raw, err := m.Object.MarshalJSON()
+		require.NoError(t, err)
+		var obj any
+		switch m.Object.GetKind() {
+		case "VirtualMachine":
+			obj = &virtv1.VirtualMachine{}
+		case "VirtualMachineInstance":
+			obj = &virtv1.VirtualMachineInstance{}
+		case "VirtualMachineInstanceReplicaSet":
+			obj = &virtv1.VirtualMachineInstanceReplicaSet{}
+		default:
+			t.Fatalf("%s: unexpected kind %s", m.File, m.Object.GetKind())
+		}
+		assert.NoError(t, yaml.UnmarshalStrict(raw, obj), m.File)
 	}
 }

@@ -45,10 +45,39 @@ type VirtualMachineSpec struct {
 	// +optional
 	RunStrategy *VirtualMachineRunStrategy `json:"runStrategy,omitempty"`
 
+	// Instancetype picks an instance type that fills in the template's resources.
+	// +optional
+	Instancetype *InstancetypeMatcher `json:"instancetype,omitempty"`
+
+	// Preference picks a preference that fills in defaults of the template.
+	// +optional
+	Preference *PreferenceMatcher `json:"preference,omitempty"`
+
 	// Template is the VirtualMachineInstance created from this VirtualMachine. Changes apply at the
 	// next start (update strategy OnDelete).
 	Template *VirtualMachineInstanceTemplateSpec `json:"template"`
+
+	// DataVolumeTemplates are DataVolumes created for, and deleted with, this VirtualMachine.
+	// +optional
+	DataVolumeTemplates []DataVolumeTemplateSpec `json:"dataVolumeTemplates,omitempty"`
+
+	// UpdateVolumesStrategy says how a change of the volumes reaches a running instance.
+	// +optional
+	UpdateVolumesStrategy *UpdateVolumesStrategy `json:"updateVolumesStrategy,omitempty"`
 }
+
+// UpdateVolumesStrategy says how a change of a VirtualMachine's volumes reaches its running instance.
+//
+// +kubebuilder:validation:Enum=Migration;Replacement
+type UpdateVolumesStrategy string
+
+// Volume update strategies.
+const (
+	// UpdateVolumesStrategyMigration copies the data to the new volumes with a storage migration.
+	UpdateVolumesStrategyMigration UpdateVolumesStrategy = "Migration"
+	// UpdateVolumesStrategyReplacement applies the new volumes at the next restart.
+	UpdateVolumesStrategyReplacement UpdateVolumesStrategy = "Replacement"
+)
 
 // EffectiveRunStrategy is spec.runStrategy, or the deprecated spec.running mapped to Always (true)
 // or Halted (false or unset).
@@ -64,7 +93,7 @@ func (s *VirtualMachineSpec) EffectiveRunStrategy() VirtualMachineRunStrategy {
 
 // VirtualMachineRunStrategy says when a VirtualMachine should have a running instance.
 //
-// +kubebuilder:validation:Enum=Always;RerunOnFailure;Manual;Halted;Once
+// +kubebuilder:validation:Enum=Always;RerunOnFailure;Manual;Halted;Once;WaitAsReceiver
 type VirtualMachineRunStrategy string
 
 const (
@@ -78,12 +107,18 @@ const (
 	RunStrategyHalted VirtualMachineRunStrategy = "Halted"
 	// RunStrategyOnce creates an instance once and never recreates it.
 	RunStrategyOnce VirtualMachineRunStrategy = "Once"
+	// RunStrategyWaitAsReceiver waits for an incoming migration (KubeVirt's decentralized migration).
+	RunStrategyWaitAsReceiver VirtualMachineRunStrategy = "WaitAsReceiver"
 )
 
 // VirtualMachineInstanceTemplateSpec is the metadata and spec of the instance a VirtualMachine or a
 // VirtualMachineInstanceReplicaSet creates.
 type VirtualMachineInstanceTemplateSpec struct {
+	// Metadata of the instances; unknown fields (e.g. creationTimestamp: null from generated YAML) are
+	// kept, as KubeVirt keeps them.
 	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +nullable
 	ObjectMeta metav1.ObjectMeta `json:"metadata,omitempty"`
 	// +optional
 	Spec VirtualMachineInstanceSpec `json:"spec,omitempty"`
@@ -91,6 +126,12 @@ type VirtualMachineInstanceTemplateSpec struct {
 
 // VirtualMachineStatus is the observed state of a VirtualMachine.
 type VirtualMachineStatus struct {
+	// SnapshotInProgress names the VirtualMachineSnapshot being taken.
+	// +optional
+	SnapshotInProgress *string `json:"snapshotInProgress,omitempty"`
+	// RestoreInProgress names the VirtualMachineRestore being applied.
+	// +optional
+	RestoreInProgress *string `json:"restoreInProgress,omitempty"`
 	// Created is true when an instance of this VirtualMachine exists.
 	// +optional
 	Created bool `json:"created,omitempty"`
@@ -109,9 +150,22 @@ type VirtualMachineStatus struct {
 	// removes it when done.
 	// +optional
 	StateChangeRequests []VirtualMachineStateChangeRequest `json:"stateChangeRequests,omitempty"`
+	// VolumeRequests are pending volume hotplug and unplug requests.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	VolumeRequests []VirtualMachineVolumeRequest `json:"volumeRequests,omitempty"`
+	// VolumeSnapshotStatuses say, per volume, whether it can be snapshotted.
+	// +optional
+	VolumeSnapshotStatuses []VolumeSnapshotStatus `json:"volumeSnapshotStatuses,omitempty"`
 	// StartFailure records consecutive start failures and the crash-loop backoff.
 	// +optional
+	// +nullable
 	StartFailure *VirtualMachineStartFailure `json:"startFailure,omitempty"`
+	// MemoryDumpRequest is the state of a memory dump to a PVC.
+	// +optional
+	// +nullable
+	MemoryDumpRequest *VirtualMachineMemoryDumpRequest `json:"memoryDumpRequest,omitempty"`
 	// RunStrategy is the run strategy the controller last applied.
 	// +optional
 	RunStrategy VirtualMachineRunStrategy `json:"runStrategy,omitempty"`
@@ -121,6 +175,21 @@ type VirtualMachineStatus struct {
 	// DesiredGeneration is the metadata.generation the controller is working towards.
 	// +optional
 	DesiredGeneration int64 `json:"desiredGeneration,omitempty"`
+	// VolumeUpdateState tracks a change of the volumes applied with updateVolumesStrategy.
+	// +optional
+	VolumeUpdateState *VolumeUpdateState `json:"volumeUpdateState,omitempty"`
+	// ChangedBlockTracking is the state of changed block tracking.
+	// +optional
+	// +nullable
+	ChangedBlockTracking *ChangedBlockTrackingStatus `json:"changedBlockTracking,omitempty"`
+	// InstancetypeRef records the instance type in use.
+	// +optional
+	// +nullable
+	InstancetypeRef *InstancetypeStatusRef `json:"instancetypeRef,omitempty"`
+	// PreferenceRef records the preference in use.
+	// +optional
+	// +nullable
+	PreferenceRef *InstancetypeStatusRef `json:"preferenceRef,omitempty"`
 }
 
 // VirtualMachinePrintableStatus is the summary kubectl prints in the STATUS column.

@@ -57,9 +57,19 @@ type VirtualMachineInstanceSpec struct {
 	// SchedulerName is copied to the launcher Pod.
 	// +optional
 	SchedulerName string `json:"schedulerName,omitempty"`
+	// ServiceAccountName is the launcher Pod's ServiceAccount; the guest sees its token only through
+	// a serviceAccount volume.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// Tolerations are copied to the launcher Pod.
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// TopologySpreadConstraints are copied to the launcher Pod.
+	// +optional
+	// +listType=map
+	// +listMapKey=topologyKey
+	// +listMapKey=whenUnsatisfiable
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 
 	// EvictionStrategy says what happens when the node is drained.
 	// +optional
@@ -80,6 +90,13 @@ type VirtualMachineInstanceSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(v, self.exists_one(w, w.name == v.name))",message="volume names must be unique"
 	Volumes []Volume `json:"volumes,omitempty"`
+
+	// LivenessProbe stops the instance when it fails.
+	// +optional
+	LivenessProbe *Probe `json:"livenessProbe,omitempty"`
+	// ReadinessProbe takes the instance out of Service endpoints while it fails.
+	// +optional
+	ReadinessProbe *Probe `json:"readinessProbe,omitempty"`
 
 	// Hostname of the guest; defaults to the instance name.
 	// +optional
@@ -102,6 +119,42 @@ type VirtualMachineInstanceSpec struct {
 	// DNSConfig of the launcher Pod.
 	// +optional
 	DNSConfig *corev1.PodDNSConfig `json:"dnsConfig,omitempty"`
+
+	// AccessCredentials are SSH keys and passwords to put into the guest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	AccessCredentials []AccessCredential `json:"accessCredentials,omitempty"`
+
+	// Architecture of the guest (e.g. amd64, arm64, s390x); defaults to the cluster's.
+	// +optional
+	Architecture string `json:"architecture,omitempty"`
+
+	// ResourceClaims are DRA claims the launcher Pod needs; devices refer to them by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	ResourceClaims []VirtualMachineInstanceResourceClaim `json:"resourceClaims,omitempty"`
+
+	// UtilityVolumes are PVCs mounted into the launcher Pod without a matching disk.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	UtilityVolumes []UtilityVolume `json:"utilityVolumes,omitempty"`
+}
+
+// VirtualMachineInstanceResourceClaim names a ResourceClaim, or a template for one, by a name local
+// to the instance.
+type VirtualMachineInstanceResourceClaim struct {
+	// Name of the claim inside the instance.
+	Name string `json:"name"`
+	// ResourceClaimName is an existing ResourceClaim in the instance's namespace.
+	// +optional
+	ResourceClaimName *string `json:"resourceClaimName,omitempty"`
+	// ResourceClaimTemplateName is a ResourceClaimTemplate a claim is made from for the launcher Pod.
+	// +optional
+	ResourceClaimTemplateName *string `json:"resourceClaimTemplateName,omitempty"`
 }
 
 // EvictionStrategy says what happens to an instance when its node is drained.
@@ -125,95 +178,6 @@ type StartStrategy string
 // StartStrategyPaused starts the guest paused.
 const StartStrategyPaused StartStrategy = "Paused"
 
-// VirtualMachineInstanceStatus is the observed state of an instance.
-type VirtualMachineInstanceStatus struct {
-	// Phase is where the instance is in its life.
-	// +optional
-	Phase VirtualMachineInstancePhase `json:"phase,omitempty"`
-	// PhaseTransitionTimestamps records when each phase was entered.
-	// +optional
-	PhaseTransitionTimestamps []VirtualMachineInstancePhaseTransitionTimestamp `json:"phaseTransitionTimestamps,omitempty"`
-	// Conditions: Ready, Paused, Provisioning, Synchronized, AgentConnected, LiveMigratable,
-	// SoftwareEmulation.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// NodeName is the node the instance runs on.
-	// +optional
-	NodeName string `json:"nodeName,omitempty"`
-	// Reason is a short CamelCase reason for the phase (e.g. PodDeleted, NodeUnresponsive).
-	// +optional
-	Reason string `json:"reason,omitempty"`
-	// Interfaces are the guest's network interfaces.
-	// +optional
-	Interfaces []VirtualMachineInstanceNetworkInterface `json:"interfaces,omitempty"`
-	// GuestOSInfo is what the guest reports about itself.
-	// +optional
-	GuestOSInfo VirtualMachineInstanceGuestOSInfo `json:"guestOSInfo,omitempty"`
-	// MigrationState is the state of the last migration.
-	// +optional
-	MigrationState *VirtualMachineInstanceMigrationState `json:"migrationState,omitempty"`
-	// LauncherPod is the name of the launcher Pod that runs the guest.
-	// +optional
-	LauncherPod string `json:"launcherPod,omitempty"`
-}
-
-// VirtualMachineInstancePhase is where an instance is in its life.
-//
-// +kubebuilder:validation:Enum=Pending;Scheduling;Scheduled;Running;Succeeded;Failed;Unknown
-type VirtualMachineInstancePhase string
-
-// Instance phases.
-const (
-	VmPhaseUnset VirtualMachineInstancePhase = ""
-	// Pending: the instance is accepted; no launcher Pod yet.
-	Pending VirtualMachineInstancePhase = "Pending"
-	// Scheduling: the launcher Pod exists and is not running yet.
-	Scheduling VirtualMachineInstancePhase = "Scheduling"
-	// Scheduled: the launcher Pod runs; the node agent takes over.
-	Scheduled VirtualMachineInstancePhase = "Scheduled"
-	// Running: the guest runs.
-	Running VirtualMachineInstancePhase = "Running"
-	// Succeeded: the guest shut down.
-	Succeeded VirtualMachineInstancePhase = "Succeeded"
-	// Failed: the guest or its Pod failed, or its node was lost.
-	Failed VirtualMachineInstancePhase = "Failed"
-	// Unknown: the state cannot be determined.
-	Unknown VirtualMachineInstancePhase = "Unknown"
-)
-
-// IsFinal reports whether the phase can never change again.
-func (p VirtualMachineInstancePhase) IsFinal() bool { return p == Succeeded || p == Failed }
-
-// VirtualMachineInstance condition types.
-const (
-	VirtualMachineInstanceReady             = "Ready"
-	VirtualMachineInstancePaused            = "Paused"
-	VirtualMachineInstanceProvisioning      = "Provisioning"
-	VirtualMachineInstanceSynchronized      = "Synchronized"
-	VirtualMachineInstanceAgentConnected    = "AgentConnected"
-	VirtualMachineInstanceLiveMigratable    = "LiveMigratable"
-	VirtualMachineInstanceSoftwareEmulation = "SoftwareEmulation"
-	// VirtualMachineInstancePodScheduled mirrors the launcher Pod's PodScheduled condition.
-	VirtualMachineInstancePodScheduled = "PodScheduled"
-)
-
-// Reasons of a final phase (status.reason) and of the Ready condition that several components write
-// or act on. The node agent passes the launcher's own reasons on as well (api/launcher/v1).
-const (
-	// ReasonPodFailed: the launcher Pod failed.
-	ReasonPodFailed = "PodFailed"
-	// ReasonPodCompleted: the launcher Pod completed.
-	ReasonPodCompleted = "PodCompleted"
-	// ReasonPodDeleted: the launcher Pod was deleted while the instance was not.
-	ReasonPodDeleted = "PodDeleted"
-	// ReasonInvalidSpec: the instance can never run as specified.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonNodeUnresponsive: the node agent on the instance's node stopped renewing its heartbeat.
-	ReasonNodeUnresponsive = "NodeUnresponsive"
-)
-
 // DefaultGracePeriodSeconds is the grace period of an instance whose
 // spec.terminationGracePeriodSeconds is unset (KubeVirt's default).
 const DefaultGracePeriodSeconds int64 = 30
@@ -224,56 +188,6 @@ func (s *VirtualMachineInstanceSpec) GracePeriodSeconds() int64 {
 		return *s.TerminationGracePeriodSeconds
 	}
 	return DefaultGracePeriodSeconds
-}
-
-// VirtualMachineInstancePhaseTransitionTimestamp records when a phase was entered.
-type VirtualMachineInstancePhaseTransitionTimestamp struct {
-	Phase                    VirtualMachineInstancePhase `json:"phase,omitempty"`
-	PhaseTransitionTimestamp metav1.Time                 `json:"phaseTransitionTimestamp,omitempty"`
-}
-
-// VirtualMachineInstanceNetworkInterface is one of the guest's network interfaces.
-type VirtualMachineInstanceNetworkInterface struct {
-	// Name of the interface in spec.domain.devices.interfaces.
-	// +optional
-	Name string `json:"name,omitempty"`
-	// IP is the primary address.
-	// +optional
-	IP string `json:"ipAddress,omitempty"`
-	// IPs are all addresses.
-	// +optional
-	IPs []string `json:"ipAddresses,omitempty"`
-	// MAC address.
-	// +optional
-	MAC string `json:"mac,omitempty"`
-	// InterfaceName is the name inside the guest.
-	// +optional
-	InterfaceName string `json:"interfaceName,omitempty"`
-}
-
-// VirtualMachineInstanceGuestOSInfo is what the guest reports about its operating system.
-type VirtualMachineInstanceGuestOSInfo struct {
-	Name          string `json:"name,omitempty"`
-	KernelRelease string `json:"kernelRelease,omitempty"`
-	Version       string `json:"version,omitempty"`
-	PrettyName    string `json:"prettyName,omitempty"`
-	VersionID     string `json:"versionId,omitempty"`
-	KernelVersion string `json:"kernelVersion,omitempty"`
-	Machine       string `json:"machine,omitempty"`
-	ID            string `json:"id,omitempty"`
-}
-
-// VirtualMachineInstanceMigrationState is the state of an instance's last migration.
-type VirtualMachineInstanceMigrationState struct {
-	StartTimestamp *metav1.Time `json:"startTimestamp,omitempty"`
-	EndTimestamp   *metav1.Time `json:"endTimestamp,omitempty"`
-	TargetNode     string       `json:"targetNode,omitempty"`
-	TargetPod      string       `json:"targetPod,omitempty"`
-	SourceNode     string       `json:"sourceNode,omitempty"`
-	Completed      bool         `json:"completed,omitempty"`
-	Failed         bool         `json:"failed,omitempty"`
-	AbortRequested bool         `json:"abortRequested,omitempty"`
-	MigrationUID   string       `json:"migrationUid,omitempty"`
 }
 
 // Finalizers and annotations Podvirt's controllers put on instances.

@@ -30,6 +30,8 @@ const (
 	PathValidateVMI = "/validate-kubevirt-io-v1-virtualmachineinstance"
 	PathMutateVMI   = "/mutate-kubevirt-io-v1-virtualmachineinstance"
 	PathValidateVM  = "/validate-kubevirt-io-v1-virtualmachine"
+	// PathValidateReplicaSet validates VirtualMachineInstanceReplicaSets' templates.
+	PathValidateReplicaSet = "/validate-kubevirt-io-v1-virtualmachineinstancereplicaset"
 	// PathValidateMigration validates VirtualMachineInstanceMigrations.
 	PathValidateMigration = "/validate-kubevirt-io-v1-virtualmachineinstancemigration"
 )
@@ -40,6 +42,7 @@ func Register(srv webhook.Server, s *runtime.Scheme, reader client.Reader) {
 	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{}))
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
 	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{}))
+	srv.Register(PathValidateReplicaSet, admission.WithValidator[*virtv1.VirtualMachineInstanceReplicaSet](s, replicaSetValidator{}))
 }
 
 // DefaultInstance fills what the API defaults on an instance: the machine type and each
@@ -55,10 +58,10 @@ func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
 	}
 }
 
-// ValidateInstanceSpec checks what the schema cannot: the guest's memory and its limit, kernel boot
-// sources, and the bus of each disk kind.
+// ValidateInstanceSpec checks what the schema cannot: every field Podvirt refuses (InstanceFamilies),
+// the guest's memory and its limit, kernel boot sources, and the bus of each disk kind.
 func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, fld *field.Path) field.ErrorList {
-	var errs field.ErrorList
+	errs := Unsupported(spec, InstanceFamilies, fld)
 	domain := fld.Child("domain")
 	if guest, err := spec.Domain.GuestMemory(); err != nil {
 		errs = append(errs, field.Invalid(domain.Child("resources", "requests", "memory"), nil, err.Error()))
@@ -133,9 +136,9 @@ func (vmValidator) validate(vm *virtv1.VirtualMachine) (admission.Warnings, erro
 	if vm.Spec.Running != nil {
 		warnings = append(warnings, RunningDeprecated)
 	}
-	var errs field.ErrorList
+	errs := Unsupported(&vm.Spec, VMFamilies, field.NewPath("spec"))
 	if vm.Spec.Template != nil {
-		errs = ValidateInstanceSpec(&vm.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+		errs = append(errs, ValidateInstanceSpec(&vm.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))...)
 	}
 	return warnings, invalid("VirtualMachine", vm, errs)
 }
@@ -149,5 +152,27 @@ func (v vmValidator) ValidateUpdate(_ context.Context, _, vm *virtv1.VirtualMach
 }
 
 func (vmValidator) ValidateDelete(context.Context, *virtv1.VirtualMachine) (admission.Warnings, error) {
+	return nil, nil
+}
+
+type replicaSetValidator struct{}
+
+func (replicaSetValidator) validate(rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
+	var errs field.ErrorList
+	if rs.Spec.Template != nil {
+		errs = ValidateInstanceSpec(&rs.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+	}
+	return nil, invalid("VirtualMachineInstanceReplicaSet", rs, errs)
+}
+
+func (v replicaSetValidator) ValidateCreate(_ context.Context, rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
+	return v.validate(rs)
+}
+
+func (v replicaSetValidator) ValidateUpdate(_ context.Context, _, rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
+	return v.validate(rs)
+}
+
+func (replicaSetValidator) ValidateDelete(context.Context, *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
 	return nil, nil
 }

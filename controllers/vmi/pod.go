@@ -69,6 +69,9 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 		inits = []corev1.Container{installContainer(cfg)}
 	}
 	containers := append([]corev1.Container{computeContainer(vmi, cfg, resources, computeMounts)}, disks...)
+	if log := vmi.Spec.Domain.Devices.LogSerialConsole; log == nil || *log {
+		containers = append(containers, consoleLogContainer(cfg))
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(vmi),
@@ -89,13 +92,14 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			NodeSelector:                  vmi.Spec.NodeSelector,
 			Affinity:                      vmi.Spec.Affinity,
 			Tolerations:                   vmi.Spec.Tolerations,
+			TopologySpreadConstraints:     vmi.Spec.TopologySpreadConstraints,
 			SchedulerName:                 vmi.Spec.SchedulerName,
 			PriorityClassName:             vmi.Spec.PriorityClassName,
 			DNSPolicy:                     vmi.Spec.DNSPolicy,
 			DNSConfig:                     vmi.Spec.DNSConfig,
 			SecurityContext:               podSecurity(cfg),
 			InitContainers:                inits,
-			Containers:                    append(containers, consoleLogContainer(cfg)),
+			Containers:                    containers,
 			Volumes:                       volumes,
 		},
 	}
@@ -288,10 +292,31 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 		req[corev1.ResourceName(launcherv1.KVMResource)] = resource.MustParse("1")
 		lim[corev1.ResourceName(launcherv1.KVMResource)] = resource.MustParse("1")
 	}
+	addDeviceRequests(vmi, req, lim)
 	if len(lim) == 0 {
 		lim = nil
 	}
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
+}
+
+// addDeviceRequests asks for one of each GPU's and host device's deviceName (a device plugin's
+// resource), so the scheduler places the Pod only where they exist and says which one is missing.
+func addDeviceRequests(vmi *virtv1.VirtualMachineInstance, req, lim corev1.ResourceList) {
+	var names []string
+	for _, g := range vmi.Spec.Domain.Devices.GPUs {
+		names = append(names, g.DeviceName)
+	}
+	for _, h := range vmi.Spec.Domain.Devices.HostDevices {
+		names = append(names, h.DeviceName)
+	}
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		q := req[corev1.ResourceName(n)]
+		q.Add(resource.MustParse("1"))
+		req[corev1.ResourceName(n)], lim[corev1.ResourceName(n)] = q, q.DeepCopy()
+	}
 }
 
 // helperResources bounds the small helper containers.

@@ -72,7 +72,19 @@ func TestRenderPodGolden(t *testing.T) {
 	pvc.Spec.TerminationGracePeriodSeconds = ptr.To(int64(60))
 	pvc.Spec.Volumes[1].CloudInitNoCloud = &virtv1.CloudInitNoCloudSource{SecretRef: &corev1.LocalObjectReference{Name: "userdata"}}
 
-	for name, v := range map[string]*virtv1.VirtualMachineInstance{"seed-vm-cirros": seed, "kernel-boot": kernelBoot, "pvc-cpu-limits": pvc} {
+	// Devices the scheduler must find (a GPU, twice the same host device), spread over zones, and
+	// no guest-console-log container.
+	devices := seedInstance(t)
+	devices.Name = "devices-spread"
+	devices.Spec.Domain.Devices.GPUs = []virtv1.GPU{{Name: "gpu1", DeviceName: "nvidia.com/GA102GL_A10"}}
+	devices.Spec.Domain.Devices.HostDevices = []virtv1.HostDevice{{Name: "nic1", DeviceName: "intel.com/qat"}, {Name: "nic2", DeviceName: "intel.com/qat"}}
+	devices.Spec.Domain.Devices.LogSerialConsole = ptr.To(false)
+	devices.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/vm": "vm-cirros"}},
+	}}
+
+	for name, v := range map[string]*virtv1.VirtualMachineInstance{"seed-vm-cirros": seed, "kernel-boot": kernelBoot, "pvc-cpu-limits": pvc, "devices-spread": devices} {
 		t.Run(name, func(t *testing.T) {
 			pod, err := RenderPod(v, testConfig())
 			require.NoError(t, err)

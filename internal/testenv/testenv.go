@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/scheme"
@@ -49,7 +50,17 @@ func Scheme() *k8sruntime.Scheme { return scheme.New() }
 //
 // With -short it runs the tests without a control plane (*env stays nil); integration tests call
 // Require to skip themselves then.
-func Run(m *testing.M, env **Env) int {
+func Run(m *testing.M, env **Env) int { return RunWith(m, env, Options{}) }
+
+// Options are what a package's control plane has beyond the CRDs.
+type Options struct {
+	// Webhooks, when set, registers admission webhooks on a local webhook server; virt-api's webhook
+	// configurations (install/virt-api) are installed pointing at it, so the apiserver calls them.
+	Webhooks func(srv webhook.Server, s *k8sruntime.Scheme, c client.Client)
+}
+
+// RunWith is Run with options.
+func RunWith(m *testing.M, env **Env, opts Options) int {
 	flag.Parse()
 	if testing.Short() {
 		return m.Run()
@@ -62,6 +73,9 @@ func Run(m *testing.M, env **Env) int {
 		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "install", "crds")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme(),
+	}
+	if opts.Webhooks != nil {
+		te.WebhookInstallOptions.Paths = []string{filepath.Join(repoRoot(), "install", "virt-api", "webhooks.yaml")}
 	}
 	cfg, err := te.Start()
 	if err != nil {
@@ -84,6 +98,14 @@ func Run(m *testing.M, env **Env) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: client: %v\n", err)
 		return 1
+	}
+	if opts.Webhooks != nil {
+		stop, err := serveWebhooks(te, c, opts.Webhooks)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+			return 1
+		}
+		defer stop()
 	}
 	*env = &Env{Config: cfg, Client: c, Scheme: te.Scheme}
 	return m.Run()

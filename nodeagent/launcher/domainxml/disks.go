@@ -81,13 +81,17 @@ func addDisks(plan *Plan, vmi *virtv1.VirtualMachineInstance, in Inputs) error {
 	return nil
 }
 
-// diskDevice is the guest side of a disk: device kind, bus, read-only, boot order, serial, cache.
+// diskDevice is the guest side of a disk: device kind, bus, read-only, boot order, serial, cache, IO
+// mode and error policy.
 func diskDevice(d *virtv1.Disk, field string) (libvirtxml.DomainDisk, error) {
 	disk := libvirtxml.DomainDisk{
 		Device: "disk",
-		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Cache: d.Cache},
+		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Cache: d.Cache, IO: string(d.IO)},
 		Target: &libvirtxml.DomainDiskTarget{Bus: string(virtv1.DiskBusVirtio)},
 		Serial: d.Serial,
+	}
+	if d.ErrorPolicy != nil {
+		disk.Driver.ErrorPolicy = string(*d.ErrorPolicy)
 	}
 	readOnly := false
 	switch {

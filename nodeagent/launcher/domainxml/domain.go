@@ -114,6 +114,12 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 		in.PVCRoot = launcherv1.PVCMountRoot
 	}
 	spec := &vmi.Spec.Domain
+	if len(spec.Devices.GPUs) > 0 {
+		return nil, errors.New("spec.domain.devices.gpus: the launcher cannot pass a GPU through to the guest yet")
+	}
+	if len(spec.Devices.HostDevices) > 0 {
+		return nil, errors.New("spec.domain.devices.hostDevices: the launcher cannot pass a host device through to the guest yet")
+	}
 	guest, err := spec.GuestMemory()
 	if err != nil {
 		return nil, err
@@ -131,6 +137,9 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	if in.Emulation {
 		dom.Type = "qemu"
 	}
+	if p := spec.RebootPolicy; p != nil && *p == virtv1.RebootPolicyTerminate {
+		dom.OnReboot = "destroy"
+	}
 	if err := setFirmware(dom, vmi); err != nil {
 		return nil, err
 	}
@@ -147,6 +156,8 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	addConsoleAndGraphics(dom, &spec.Devices, in.PrivateDir)
+	addDevices(dom, &spec.Devices)
+	setClock(dom, spec.Clock)
 	md, err := xml.Marshal(metadata{
 		Namespace: vmi.Namespace, Name: vmi.Name, UID: string(vmi.UID), Ports: plan.Ports,
 	})
@@ -183,7 +194,8 @@ func setFirmware(dom *libvirtxml.Domain, vmi *virtv1.VirtualMachineInstance) err
 		entries = append(entries, libvirtxml.DomainSysInfoEntry{Name: "serial", Value: fw.Serial})
 	}
 	dom.SysInfo = []libvirtxml.DomainSysInfo{{SMBIOS: &libvirtxml.DomainSysInfoSMBIOS{
-		System: &libvirtxml.DomainSysInfoSystem{Entry: entries},
+		System:  &libvirtxml.DomainSysInfoSystem{Entry: entries},
+		Chassis: chassis(vmi.Spec.Domain.Chassis),
 	}}}
 	return nil
 }
@@ -223,6 +235,9 @@ func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
 		SMBios: &libvirtxml.DomainSMBios{Mode: "sysinfo"},
 	}
 	fw := spec.Firmware
+	if fw != nil && fw.Bootloader != nil && fw.Bootloader.BIOS != nil && fw.Bootloader.BIOS.UseSerial != nil && *fw.Bootloader.BIOS.UseSerial {
+		dom.OS.BIOS = &libvirtxml.DomainBIOS{UseSerial: "yes"}
+	}
 	if fw == nil || fw.KernelBoot == nil {
 		return nil
 	}
@@ -255,7 +270,7 @@ func setFeatures(dom *libvirtxml.Domain, f *virtv1.Features, emulation bool) {
 	if f != nil {
 		acpi = enabled(&f.ACPI, true)
 		if f.APIC != nil {
-			apic = enabled(f.APIC, true)
+			apic = enabled(&f.APIC.FeatureState, true)
 		}
 		if f.SMM != nil {
 			state := "off"
@@ -285,7 +300,7 @@ func enabled(s *virtv1.FeatureState, def bool) bool {
 }
 
 // addConsoleAndGraphics adds the serial console (unix socket + log file) and the VNC display (unix
-// socket) unless the spec turns them off, and no memory balloon (it costs memory and nothing uses it).
+// socket) unless the spec turns them off.
 func addConsoleAndGraphics(dom *libvirtxml.Domain, d *virtv1.Devices, privateDir string) {
 	devs := dom.Devices
 	if d.AutoattachSerialConsole == nil || *d.AutoattachSerialConsole {
@@ -313,5 +328,4 @@ func addConsoleAndGraphics(dom *libvirtxml.Domain, d *virtv1.Devices, privateDir
 	} else {
 		devs.Videos = []libvirtxml.DomainVideo{{Model: libvirtxml.DomainVideoModel{Type: "none"}}}
 	}
-	devs.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
 }

@@ -81,6 +81,8 @@ func TestGolden(t *testing.T) {
 		}},
 		{"pvc-emptydisk", domainxml.Inputs{}},
 		{"ports", domainxml.Inputs{Emulation: true}},
+		{"devices-clock", domainxml.Inputs{Emulation: true}},
+		{"timezone", domainxml.Inputs{Emulation: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,55 @@
+package v1
+
+// Network is a network the guest's interfaces attach to.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.pod), has(self.multus), has(self.resourceClaim)].filter(x, x).size() == 1",message="a network must set exactly one of pod, multus, resourceClaim"
+type Network struct {
+	// Name the interfaces refer to.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	NetworkSource `json:",inline"`
+}
+
+// NetworkSource is where a network comes from; exactly one field is set.
+type NetworkSource struct {
+	// Pod is the Pod's own network.
+	// +optional
+	Pod *PodNetwork `json:"pod,omitempty"`
+	// Multus is a secondary network from a NetworkAttachmentDefinition.
+	// +optional
+	Multus *MultusNetwork `json:"multus,omitempty"`
+	// ResourceClaim is a network device allocated through DRA (an entry of spec.resourceClaims).
+	// +optional
+	ResourceClaim *NetworkClaimRequest `json:"resourceClaim,omitempty"`
+}
+
+// PodNetwork is the Pod's own network.
+type PodNetwork struct {
+	// VMNetworkCIDR is the guest-side IPv4 network used with masquerade.
+	// +optional
+	VMNetworkCIDR string `json:"vmNetworkCIDR,omitempty"`
+	// VMIPv6NetworkCIDR is the guest-side IPv6 network used with masquerade.
+	// +optional
+	VMIPv6NetworkCIDR string `json:"vmIPv6NetworkCIDR,omitempty"`
+}
+
+// MultusNetwork is a network defined by a Multus NetworkAttachmentDefinition.
+type MultusNetwork struct {
+	// NetworkName is the NetworkAttachmentDefinition, as name or namespace/name.
+	NetworkName string `json:"networkName"`
+	// Default makes this network the Pod's default network instead of the cluster network.
+	// +optional
+	Default bool `json:"default,omitempty"`
+}
+
+// NetworkClaimRequest points at one request of one of the instance's resource claims.
+type NetworkClaimRequest struct {
+	// ClaimName is the name of an entry in spec.resourceClaims.
+	// +optional
+	ClaimName string `json:"claimName,omitempty"`
+	// RequestName is the device request inside that claim.
+	// +optional
+	RequestName string `json:"requestName,omitempty"`
+}

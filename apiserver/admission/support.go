@@ -1,0 +1,243 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Support is what Podvirt does with a family of kubevirt.io/v1 fields.
+type Support string
+
+// The three answers Podvirt gives to a KubeVirt field.
+const (
+	// Implemented: the field does what it does in KubeVirt.
+	Implemented Support = "implemented"
+	// Explained: the object is stored; the VM says why it cannot start (condition, Event).
+	Explained Support = "accepted, explained"
+	// Refused: admission refuses the object, naming the field, with NotSupported.
+	Refused Support = "refused"
+)
+
+// NotSupported is the message admission gives for a refused field.
+const NotSupported = "not supported by Podvirt"
+
+// Family is a field path and what Podvirt does with it. The path is relative to the spec it belongs
+// to; "[]" after a name means every item of that list. A family covers every field below its path
+// unless a longer family says otherwise. With Values, only those values of the field are refused
+// (as fmt prints them: "true" for a bool).
+type Family struct {
+	Path    string
+	Support Support
+	Values  []string
+	Note    string
+}
+
+// InstanceFamilies covers every field of a VirtualMachineInstance's spec (and so of a VM's or replica
+// set's template). The test proves every field of api/v1 falls under one; docs/api.md is generated
+// from it.
+var InstanceFamilies = []Family{
+	{Path: "domain.resources", Support: Implemented, Note: "guest memory, CPU requests/limits of the launcher Pod"},
+	{Path: "domain.cpu", Support: Implemented, Note: "sockets, cores, threads; model (the emulator's default under TCG)"},
+	{Path: "domain.cpu.dedicatedCpuPlacement", Support: Refused, Note: "needs the kubelet's static CPU manager"},
+	{Path: "domain.cpu.isolateEmulatorThread", Support: Refused, Note: "needs dedicatedCpuPlacement"},
+	{Path: "domain.cpu.numa", Support: Refused, Note: "needs dedicatedCpuPlacement and hugepages"},
+	{Path: "domain.cpu.realtime", Support: Refused, Note: "needs dedicatedCpuPlacement"},
+	{Path: "domain.cpu.maxSockets", Support: Refused, Note: "CPU hotplug"},
+	{Path: "domain.cpu.features", Support: Refused},
+	{Path: "domain.memory.guest", Support: Implemented},
+	{Path: "domain.memory.maxGuest", Support: Refused, Note: "memory hotplug"},
+	{Path: "domain.memory.hugepages", Support: Refused},
+	{Path: "domain.machine", Support: Implemented, Note: "defaults to q35"},
+	{Path: "domain.firmware.uuid", Support: Implemented, Note: "derived from the VM when empty, stable across restarts"},
+	{Path: "domain.firmware.serial", Support: Implemented},
+	{Path: "domain.firmware.kernelBoot", Support: Implemented, Note: "kernel and initrd from a container image"},
+	{Path: "domain.firmware.bootloader.bios", Support: Implemented, Note: "SeaBIOS, the default; useSerial shows its output on the serial console"},
+	{Path: "domain.firmware.bootloader.efi", Support: Refused, Note: "OVMF is planned"},
+	{Path: "domain.firmware.acpi", Support: Refused, Note: "ACPI tables from Secrets"},
+	{Path: "domain.clock", Support: Implemented, Note: "utc with offsetSeconds, timezone; hpet, pit and rtc timers"},
+	{Path: "domain.clock.timer.kvm", Support: Refused, Note: "kvmclock is untested here (no usable KVM)"},
+	{Path: "domain.clock.timer.hyperv", Support: Refused, Note: "with the Hyper-V enlightenments"},
+	{Path: "domain.features.acpi", Support: Implemented},
+	{Path: "domain.features.apic", Support: Implemented},
+	{Path: "domain.features.apic.endOfInterrupt", Support: Refused, Note: "a KVM paravirtual feature"},
+	{Path: "domain.features.smm", Support: Implemented},
+	{Path: "domain.features.hyperv", Support: Refused},
+	{Path: "domain.features.hypervPassthrough", Support: Refused},
+	{Path: "domain.features.kvm", Support: Refused},
+	{Path: "domain.features.pvspinlock", Support: Refused},
+	{Path: "domain.chassis", Support: Implemented, Note: "SMBIOS chassis table"},
+	{Path: "domain.ioThreadsPolicy", Support: Refused},
+	{Path: "domain.ioThreads", Support: Refused},
+	{Path: "domain.rebootPolicy", Support: Implemented, Note: "Reboot (default) or Terminate: a guest reboot ends the instance"},
+	{Path: "domain.launchSecurity", Support: Refused, Note: "needs AMD SEV hardware"},
+
+	{Path: "domain.devices.disks[]", Support: Implemented, Note: "disk (virtio, sata, scsi, usb), cdrom (sata, scsi); bootOrder, serial, cache, readonly, io threads, errorPolicy"},
+	{Path: "domain.devices.disks[].lun", Support: Refused, Note: "attach the volume as disk or cdrom"},
+	{Path: "domain.devices.disks[].disk.pciAddress", Support: Refused},
+	{Path: "domain.devices.disks[].io", Support: Refused, Values: []string{"native"}, Note: "needs O_DIRECT storage; use threads"},
+	{Path: "domain.devices.disks[].changedBlockTracking", Support: Refused, Note: "incremental backups"},
+	{Path: "domain.devices.disks[].dedicatedIOThread", Support: Refused},
+	{Path: "domain.devices.disks[].blockSize", Support: Refused},
+	{Path: "domain.devices.disks[].shareable", Support: Refused, Note: "needs shared storage"},
+	{Path: "domain.devices.disks[].tag", Support: Refused, Note: "device role tagging"},
+	{Path: "domain.devices.interfaces[]", Support: Implemented, Note: "masquerade binding (user-mode networking); model, macAddress, ports, bootOrder"},
+	{Path: "domain.devices.interfaces[].pciAddress", Support: Refused},
+	{Path: "domain.devices.interfaces[].macvtap", Support: Refused, Note: "use masquerade"},
+	{Path: "domain.devices.interfaces[].passtBinding", Support: Refused, Note: "use masquerade"},
+	{Path: "domain.devices.interfaces[].bridge", Support: Refused, Note: "the Pod network is user-mode here; use masquerade"},
+	{Path: "domain.devices.interfaces[].slirp", Support: Refused, Note: "use masquerade"},
+	{Path: "domain.devices.interfaces[].sriov", Support: Refused, Note: "needs SR-IOV hardware and Multus"},
+	{Path: "domain.devices.interfaces[].passt", Support: Refused, Note: "use masquerade"},
+	{Path: "domain.devices.interfaces[].binding", Support: Refused, Note: "network binding plugins"},
+	{Path: "domain.devices.interfaces[].dhcpOptions", Support: Refused},
+	{Path: "domain.devices.interfaces[].tag", Support: Refused, Note: "device role tagging"},
+	{Path: "domain.devices.interfaces[].acpiIndex", Support: Refused},
+	{Path: "domain.devices.interfaces[].state", Support: Refused, Note: "link state changes"},
+	{Path: "domain.devices.autoattachPodInterface", Support: Implemented},
+	{Path: "domain.devices.autoattachGraphicsDevice", Support: Implemented},
+	{Path: "domain.devices.autoattachSerialConsole", Support: Implemented},
+	{Path: "domain.devices.autoattachMemBalloon", Support: Implemented, Note: "virtio balloon; none unless asked"},
+	{Path: "domain.devices.autoattachInputDevice", Support: Implemented, Note: "a USB tablet when no inputs are listed"},
+	{Path: "domain.devices.autoattachVSOCK", Support: Refused, Values: []string{"true"}, Note: "needs vhost-vsock on the node"},
+	{Path: "domain.devices.disableHotplug", Support: Implemented, Note: "Podvirt does not hotplug"},
+	{Path: "domain.devices.useVirtioTransitional", Support: Refused, Values: []string{"true"}},
+	{Path: "domain.devices.blockMultiQueue", Support: Refused, Values: []string{"true"}},
+	{Path: "domain.devices.networkInterfaceMultiqueue", Support: Refused, Values: []string{"true"}, Note: "not with user-mode networking"},
+	{Path: "domain.devices.logSerialConsole", Support: Implemented, Note: "the serial console is always logged in the launcher Pod (virtctl logs)"},
+	{Path: "domain.devices.inputs[]", Support: Implemented, Note: "tablet or keyboard on usb or virtio"},
+	{Path: "domain.devices.watchdog.name", Support: Implemented},
+	{Path: "domain.devices.watchdog.i6300esb", Support: Implemented, Note: "poweroff, reset or shutdown"},
+	{Path: "domain.devices.watchdog.diag288", Support: Refused, Note: "s390x only"},
+	{Path: "domain.devices.rng", Support: Implemented, Note: "virtio-rng fed from the host's /dev/urandom"},
+	{Path: "domain.devices.tpm", Support: Refused, Note: "swtpm is planned"},
+	{Path: "domain.devices.gpus[]", Support: Explained, Note: "the launcher Pod requests deviceName: Unschedulable, naming it, where no device plugin offers it; where one does, the VM fails naming the field (no passthrough yet)"},
+	{Path: "domain.devices.gpus[].claimName", Support: Refused, Note: "dynamic resource allocation"},
+	{Path: "domain.devices.gpus[].requestName", Support: Refused, Note: "dynamic resource allocation"},
+	{Path: "domain.devices.hostDevices[]", Support: Explained, Note: "as gpus"},
+	{Path: "domain.devices.hostDevices[].claimName", Support: Refused, Note: "dynamic resource allocation"},
+	{Path: "domain.devices.hostDevices[].requestName", Support: Refused, Note: "dynamic resource allocation"},
+	{Path: "domain.devices.filesystems", Support: Refused, Note: "virtiofs"},
+	{Path: "domain.devices.sound", Support: Refused},
+	{Path: "domain.devices.video", Support: Refused},
+	{Path: "domain.devices.panicDevices", Support: Refused},
+	{Path: "domain.devices.clientPassthrough", Support: Refused, Note: "USB redirection"},
+	{Path: "domain.devices.downwardMetrics", Support: Refused},
+
+	{Path: "volumes[].name", Support: Implemented},
+	{Path: "volumes[].containerDisk", Support: Implemented, Note: "copied beside the launcher; the guest writes to an overlay, the image is never modified"},
+	{Path: "volumes[].persistentVolumeClaim", Support: Implemented, Note: "a disk.img file on a Filesystem claim"},
+	{Path: "volumes[].cloudInitNoCloud", Support: Implemented},
+	{Path: "volumes[].emptyDisk", Support: Implemented},
+	{Path: "volumes[].ephemeral", Support: Refused},
+	{Path: "volumes[].dataVolume", Support: Refused, Note: "needs CDI"},
+	{Path: "volumes[].cloudInitConfigDrive", Support: Refused, Note: "use cloudInitNoCloud"},
+	{Path: "volumes[].sysprep", Support: Refused, Note: "Windows guests"},
+	{Path: "volumes[].hostDisk", Support: Refused},
+	{Path: "volumes[].configMap", Support: Refused},
+	{Path: "volumes[].secret", Support: Refused},
+	{Path: "volumes[].serviceAccount", Support: Refused},
+	{Path: "volumes[].downwardAPI", Support: Refused},
+	{Path: "volumes[].downwardMetrics", Support: Refused},
+	{Path: "volumes[].memoryDump", Support: Refused, Note: "memory dumps"},
+	{Path: "volumes[].containerPath", Support: Refused},
+	{Path: "networks[].name", Support: Implemented},
+	{Path: "networks[].pod", Support: Implemented},
+	{Path: "networks[].multus", Support: Refused, Note: "needs Multus"},
+	{Path: "networks[].resourceClaim", Support: Refused, Note: "dynamic resource allocation"},
+
+	{Path: "nodeSelector", Support: Implemented, Note: "copied to the launcher Pod"},
+	{Path: "affinity", Support: Implemented, Note: "copied to the launcher Pod"},
+	{Path: "tolerations", Support: Implemented, Note: "copied to the launcher Pod"},
+	{Path: "topologySpreadConstraints", Support: Implemented, Note: "copied to the launcher Pod"},
+	{Path: "schedulerName", Support: Implemented, Note: "copied to the launcher Pod"},
+	{Path: "priorityClassName", Support: Implemented, Note: "copied to the launcher Pod"},
+	{Path: "terminationGracePeriodSeconds", Support: Implemented, Note: "ACPI shutdown, then forced"},
+	{Path: "startStrategy", Support: Implemented, Note: "Paused starts the guest paused"},
+	{Path: "evictionStrategy", Support: Implemented, Note: "None, LiveMigrateIfPossible: a drained VM stops (and starts elsewhere if its run strategy says so)"},
+	{Path: "evictionStrategy", Support: Refused, Values: []string{"LiveMigrate", "External"}, Note: "no live migration yet"},
+	{Path: "hostname", Support: Implemented},
+	{Path: "subdomain", Support: Implemented},
+	{Path: "dnsPolicy", Support: Implemented},
+	{Path: "dnsConfig", Support: Implemented},
+	{Path: "livenessProbe", Support: Refused},
+	{Path: "readinessProbe", Support: Refused},
+	{Path: "accessCredentials", Support: Refused},
+	{Path: "architecture", Support: Implemented, Note: "amd64, the nodes' own"},
+	{Path: "architecture", Support: Refused, Values: []string{"arm64", "s390x", "ppc64le"}, Note: "the nodes are amd64"},
+	{Path: "resourceClaims", Support: Refused, Note: "dynamic resource allocation"},
+	{Path: "serviceAccountName", Support: Refused},
+	{Path: "utilityVolumes", Support: Refused},
+}
+
+// VMFamilies covers a VirtualMachine's own spec fields; its template is covered by InstanceFamilies.
+var VMFamilies = []Family{
+	{Path: "running", Support: Implemented, Note: "deprecated: a warning says to use runStrategy"},
+	{Path: "runStrategy", Support: Implemented, Note: "Always, RerunOnFailure, Manual, Halted, Once"},
+	{Path: "runStrategy", Support: Refused, Values: []string{"WaitAsReceiver"}, Note: "cross-cluster live migration"},
+	{Path: "template", Support: Implemented},
+	{Path: "instancetype", Support: Refused},
+	{Path: "preference", Support: Refused},
+	{Path: "dataVolumeTemplates", Support: Refused, Note: "needs CDI"},
+	{Path: "updateVolumesStrategy", Support: Refused, Note: "volume updates of running VMs"},
+}
+
+// Unsupported names every field of spec (marshalled as JSON would be) that families refuse; at is
+// the spec's own path.
+func Unsupported(spec any, families []Family, at *field.Path) field.ErrorList {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
+	if err != nil {
+		return field.ErrorList{field.InternalError(at, fmt.Errorf("convert the spec: %w", err))}
+	}
+	var errs field.ErrorList
+	for _, f := range families {
+		if f.Support != Refused {
+			continue
+		}
+		visit(obj, strings.Split(f.Path, "."), at, func(p *field.Path, v any) {
+			if len(f.Values) > 0 {
+				if slices.Contains(f.Values, fmt.Sprint(v)) {
+					errs = append(errs, field.Invalid(p, v, refusal(f)))
+				}
+				return
+			}
+			errs = append(errs, field.Forbidden(p, refusal(f)))
+		})
+	}
+	return errs
+}
+
+func refusal(f Family) string {
+	if f.Note == "" {
+		return NotSupported
+	}
+	return NotSupported + ": " + f.Note
+}
+
+// visit calls fn with the path and value of every field at segs below v.
+func visit(v any, segs []string, at *field.Path, fn func(*field.Path, any)) {
+	if len(segs) == 0 {
+		fn(at, v)
+		return
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	name, list := strings.CutSuffix(segs[0], "[]")
+	child, ok := m[name]
+	if !ok || child == nil {
+		return
+	}
+	if !list {
+		visit(child, segs[1:], at.Child(name), fn)
+		return
+	}
+	items, _ := child.([]any)
+	for i, item := range items {
+		visit(item, segs[1:], at.Child(name).Index(i), fn)
+	}
+}

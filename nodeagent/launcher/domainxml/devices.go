@@ -1,0 +1,98 @@
+package domainxml
+
+import (
+	"strconv"
+
+	"libvirt.org/go/libvirtxml"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// The host entropy source behind a virtio-rng device.
+const rngSource = "/dev/urandom"
+
+// addDevices adds the optional devices a spec asks for: virtio-rng, a watchdog, input devices and
+// the memory balloon (none unless autoattachMemBalloon: it costs memory and nothing here uses it).
+func addDevices(dom *libvirtxml.Domain, d *virtv1.Devices) {
+	devs := dom.Devices
+	if d.Rng != nil {
+		devs.RNGs = []libvirtxml.DomainRNG{{
+			Model:   "virtio",
+			Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: rngSource}},
+		}}
+	}
+	if w := d.Watchdog; w != nil && w.I6300ESB != nil {
+		action := w.I6300ESB.Action
+		if action == "" {
+			action = virtv1.WatchdogActionReset
+		}
+		devs.Watchdogs = []libvirtxml.DomainWatchdog{{Model: "i6300esb", Action: string(action)}}
+	}
+	for _, in := range d.Inputs {
+		bus := in.Bus
+		if bus == "" {
+			bus = virtv1.InputBusUSB
+		}
+		devs.Inputs = append(devs.Inputs, libvirtxml.DomainInput{Type: string(in.Type), Bus: string(bus)})
+	}
+	if len(d.Inputs) == 0 && d.AutoattachInputDevice != nil && *d.AutoattachInputDevice {
+		devs.Inputs = []libvirtxml.DomainInput{{Type: string(virtv1.InputTypeTablet), Bus: string(virtv1.InputBusUSB)}}
+	}
+	devs.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
+	if d.AutoattachMemBalloon != nil && *d.AutoattachMemBalloon {
+		devs.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "virtio"}
+	}
+}
+
+// setClock sets the guest's clock offset (UTC with an adjustment, or a timezone) and its timers.
+func setClock(dom *libvirtxml.Domain, c *virtv1.Clock) {
+	if c == nil {
+		return
+	}
+	clock := &libvirtxml.DomainClock{Offset: "utc"}
+	switch {
+	case c.Timezone != nil:
+		clock = &libvirtxml.DomainClock{Offset: "timezone", TimeZone: string(*c.Timezone)}
+	case c.UTC != nil && c.UTC.OffsetSeconds != nil:
+		clock = &libvirtxml.DomainClock{Offset: "variable", Basis: "utc", Adjustment: strconv.Itoa(*c.UTC.OffsetSeconds)}
+	}
+	if t := c.Timer; t != nil {
+		if t.HPET != nil {
+			clock.Timer = append(clock.Timer, libvirtxml.DomainTimer{Name: "hpet", TickPolicy: string(t.HPET.TickPolicy), Present: present(t.HPET.Enabled)})
+		}
+		if t.PIT != nil {
+			clock.Timer = append(clock.Timer, libvirtxml.DomainTimer{Name: "pit", TickPolicy: string(t.PIT.TickPolicy), Present: present(t.PIT.Enabled)})
+		}
+		if t.RTC != nil {
+			clock.Timer = append(clock.Timer, libvirtxml.DomainTimer{Name: "rtc", TickPolicy: string(t.RTC.TickPolicy), Track: string(t.RTC.Track), Present: present(t.RTC.Enabled)})
+		}
+	}
+	dom.Clock = clock
+}
+
+// present is a timer's present attribute: yes unless turned off.
+func present(enabled *bool) string {
+	if enabled != nil && !*enabled {
+		return "no"
+	}
+	return "yes"
+}
+
+// chassis is the SMBIOS chassis table, nil when the spec sets none of it.
+func chassis(c *virtv1.Chassis) *libvirtxml.DomainSysInfoChassis {
+	if c == nil {
+		return nil
+	}
+	var entries []libvirtxml.DomainSysInfoEntry
+	for _, e := range []struct{ name, value string }{
+		{"manufacturer", c.Manufacturer}, {"version", c.Version}, {"serial", c.Serial}, {"asset", c.Asset}, {"sku", c.Sku},
+	} {
+		if e.value != "" {
+			entries = append(entries, libvirtxml.DomainSysInfoEntry{Name: e.name, Value: e.value})
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	return &libvirtxml.DomainSysInfoChassis{Entry: entries}
+}
