@@ -1,0 +1,98 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/tests/framework"
+)
+
+// The user data reports what the guest sees of the devices and clock its VM asks for.
+const featuresUserData = `#!/bin/sh
+echo "rng: $(cat /sys/class/misc/hw_random/rng_current)"
+echo "balloon: $(ls /sys/bus/virtio/drivers/virtio_balloon/ | grep -c virtio)"
+echo "pci: $(cat /sys/bus/pci/devices/*/device | tr '\n' ' ')"
+echo "epoch: $(date +%s)"
+`
+
+// KubeVirt fields Podvirt implements reach a real guest: virtio-rng is the guest's hardware RNG, the
+// balloon and the i6300esb watchdog are on its buses, and its clock runs an hour ahead of UTC.
+func TestKubeVirtDevicesAndClockInTheGuest(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	vm := demoVM(f.Namespace, "devices", virtv1.RunStrategyAlways, 0, featuresUserData)
+	spec := &vm.Spec.Template.Spec
+	spec.Domain.Devices.Rng = &virtv1.Rng{}
+	spec.Domain.Devices.AutoattachMemBalloon = ptr.To(true)
+	spec.Domain.Devices.Watchdog = &virtv1.Watchdog{Name: "wd", I6300ESB: &virtv1.I6300ESBWatchdog{Action: virtv1.WatchdogActionPoweroff}}
+	spec.Domain.Clock = &virtv1.Clock{ClockOffset: virtv1.ClockOffset{UTC: &virtv1.ClockOffsetUTC{OffsetSeconds: ptr.To(3600)}}}
+	f.Create(vm)
+	vmi := waitRunning(t, f, "devices", "")
+	consoleContains(t, f, vmi, "user-data exited with status 0")
+	console := f.PodLogs(vmi.Status.LauncherPod, "guest-console-log")
+	now := time.Now().Unix()
+
+	if !strings.Contains(console, "rng: virtio_rng") {
+		t.Errorf("the guest's hardware RNG is not virtio-rng; console:\n%s", tail(console, 20))
+	}
+	if !strings.Contains(console, "balloon: 1") {
+		t.Errorf("no virtio balloon in the guest; console:\n%s", tail(console, 20))
+	}
+	if m := regexp.MustCompile(`pci: (.*)`).FindStringSubmatch(console); m == nil || !strings.Contains(m[1], "0x25ab") {
+		t.Errorf("no i6300esb (8086:25ab) on the guest's PCI bus; console:\n%s", tail(console, 20))
+	}
+	m := regexp.MustCompile(`epoch: (\d+)`).FindStringSubmatch(console)
+	if m == nil {
+		t.Fatalf("the guest printed no epoch; console:\n%s", tail(console, 20))
+	}
+	guest, _ := strconv.ParseInt(m[1], 10, 64)
+	// The guest printed its clock within the last few minutes; it must be an hour ahead.
+	if ahead := guest - now; ahead < 3600-300 || ahead > 3600+60 {
+		t.Errorf("guest clock is %d s ahead of UTC, want about 3600", ahead)
+	}
+}
+
+// A VM asking for a GPU no node offers is stored and says, naming the device, why it does not run;
+// a VM asking for a field Podvirt does not run is refused naming the field.
+func TestGPUUnschedulableAndRefusedFieldsNamed(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	const gpu = "nvidia.com/GA102GL_A10"
+	vm := demoVM(f.Namespace, "gpu", virtv1.RunStrategyAlways, 0, "")
+	vm.Spec.Template.Spec.Domain.Devices.GPUs = []virtv1.GPU{{Name: "gpu1", DeviceName: gpu}}
+	f.Create(vm)
+	f.Eventually("the VM says it is unschedulable, naming "+gpu, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		cur := &virtv1.VirtualMachine{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(vm), cur); err != nil {
+			return false, err
+		}
+		msg := ""
+		for _, c := range cur.Status.Conditions {
+			msg += c.Message + " "
+		}
+		return cur.Status.PrintableStatus == virtv1.VirtualMachineStatusUnschedulable && strings.Contains(msg, gpu),
+			fmt.Errorf("status %s, conditions %q", cur.Status.PrintableStatus, msg)
+	})
+
+	tpm := demoVM(f.Namespace, "tpm", virtv1.RunStrategyHalted, 0, "")
+	tpm.Spec.Template.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{}
+	err := f.Client.Create(f.Context(), tpm)
+	const want = "spec.template.spec.domain.devices.tpm: Forbidden: not supported by Podvirt"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a VM with a TPM: want %q, got %v", want, err)
+	}
+	if err := f.Client.Get(f.Context(), client.ObjectKeyFromObject(tpm), &virtv1.VirtualMachine{}); err == nil {
+		t.Errorf("the refused VM was stored")
+	}
+}
