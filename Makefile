@@ -11,8 +11,8 @@ BIN := bin
 .PHONY: generate
 generate: ## Generate deepcopy code and the CRDs in install/crds from api/
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	rm -f install/crds/kubevirt.io_*.yaml
-	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/v1/... output:crd:artifacts:config=install/crds
+	rm -f install/crds/kubevirt.io_*.yaml install/crds/instancetype.kubevirt.io_*.yaml
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/v1/... paths=./api/instancetype/... output:crd:artifacts:config=install/crds
 	go run ./hack/crdversions install/crds
 
 .PHONY: build

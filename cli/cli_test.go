@@ -181,6 +181,21 @@ func TestCreateVMPrintsAManifestKubectlApplies(t *testing.T) {
 	out, err = run(t, "virtctl", "create", "vm", "--name", "web", "-o", "json")
 	require.NoError(t, err)
 	assert.Contains(t, out, `"kind": "VirtualMachine"`)
+
+	out, err = run(t, "virtctl", "create", "vm", "--name", "sized", "--instancetype", "u1.medium", "--preference", "vmpref/fedora")
+	require.NoError(t, err)
+	assert.Contains(t, out, "instancetype:\n    name: u1.medium\n")
+	assert.Contains(t, out, "preference:\n    kind: VirtualMachinePreference\n    name: fedora\n")
+	assert.NotContains(t, out, "memory:", "the instancetype sets the memory")
+
+	for args, want := range map[string]string{
+		"--instancetype u1.medium --memory 1Gi":          "--memory cannot be used with --instancetype",
+		"--instancetype nosuchkind/x":                    `--instancetype: unknown kind "nosuchkind"`,
+		"--preference virtualmachinepreference/Bad_Name": `--preference: "Bad_Name" is not a valid name`,
+	} {
+		_, err := run(t, "virtctl", append([]string{"create", "vm"}, strings.Fields(args)...)...)
+		assert.ErrorContains(t, err, want, args)
+	}
 }
 
 func TestSSHAndSCPUseTheLocalClientThroughPortForward(t *testing.T) {

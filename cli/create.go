@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -34,7 +35,11 @@ type CreateVMOptions struct {
 	UserDataFile     string
 	SSHKeys          []string
 	GracePeriod      int64
+	Instancetype     string
+	Preference       string
 	memory           resource.Quantity
+	instancetype     *virtv1.InstancetypeMatcher
+	preference       *virtv1.PreferenceMatcher
 	userData         string
 	userDataIsBase64 bool
 }
@@ -65,6 +70,8 @@ func newCreateCommand(_ *genericclioptions.ConfigFlags, streams genericiooptions
 	f.StringVar(&o.UserDataFile, "cloud-init-user-data-file", "", "cloud-init user data from a file")
 	f.StringArrayVar(&o.SSHKeys, "ssh-key", nil, "An SSH public key for the guest's default user, via cloud-init (repeatable)")
 	f.Int64Var(&o.GracePeriod, "termination-grace-period", virtv1.DefaultGracePeriodSeconds, "Seconds the guest gets to shut down")
+	f.StringVar(&o.Instancetype, "instancetype", "", "Size the VM from an instancetype: NAME (cluster-wide) or virtualmachineinstancetype/NAME (the VM's namespace); not with --memory")
+	f.StringVar(&o.Preference, "preference", "", "Fill in the VM's defaults from a preference: NAME (cluster-wide) or virtualmachinepreference/NAME (the VM's namespace)")
 	o.print.AddFlags(vm)
 	create.AddCommand(vm)
 	return create
@@ -82,6 +89,23 @@ func (o *CreateVMOptions) Validate(cmd *cobra.Command) error {
 		return usageError(cmd, "--memory: %q is not a positive quantity (e.g. 512Mi)", o.Memory)
 	}
 	o.memory = q
+	if o.Instancetype != "" {
+		if cmd.Flags().Changed("memory") {
+			return usageError(cmd, "--memory cannot be used with --instancetype: the instancetype sets the guest's memory")
+		}
+		kind, name, err := parseMatcher("--instancetype", o.Instancetype, instancetypeKinds)
+		if err != nil {
+			return usageError(cmd, "%v", err)
+		}
+		o.instancetype = &virtv1.InstancetypeMatcher{Kind: kind, Name: name}
+	}
+	if o.Preference != "" {
+		kind, name, err := parseMatcher("--preference", o.Preference, preferenceKinds)
+		if err != nil {
+			return usageError(cmd, "%v", err)
+		}
+		o.preference = &virtv1.PreferenceMatcher{Kind: kind, Name: name}
+	}
 	if o.GracePeriod < 0 {
 		return usageError(cmd, "--termination-grace-period must not be negative, got %d", o.GracePeriod)
 	}
@@ -121,6 +145,41 @@ func (o *CreateVMOptions) Validate(cmd *cobra.Command) error {
 	return nil
 }
 
+// The kinds --instancetype and --preference accept before a slash, by the names kubectl knows them
+// by (resource, singular, short names), lower case.
+var (
+	instancetypeKinds = map[string]string{
+		"virtualmachineinstancetype": "VirtualMachineInstancetype", "virtualmachineinstancetypes": "VirtualMachineInstancetype",
+		"vminstancetype": "VirtualMachineInstancetype", "vmf": "VirtualMachineInstancetype",
+		"virtualmachineclusterinstancetype": "VirtualMachineClusterInstancetype", "virtualmachineclusterinstancetypes": "VirtualMachineClusterInstancetype",
+		"vmclusterinstancetype": "VirtualMachineClusterInstancetype", "vmcf": "VirtualMachineClusterInstancetype",
+	}
+	preferenceKinds = map[string]string{
+		"virtualmachinepreference": "VirtualMachinePreference", "virtualmachinepreferences": "VirtualMachinePreference",
+		"vmpref": "VirtualMachinePreference", "vmp": "VirtualMachinePreference",
+		"virtualmachineclusterpreference": "VirtualMachineClusterPreference", "virtualmachineclusterpreferences": "VirtualMachineClusterPreference",
+		"vmcp": "VirtualMachineClusterPreference",
+	}
+)
+
+// parseMatcher reads [KIND/]NAME; without a kind the cluster-wide kind is meant and left implicit.
+func parseMatcher(flag, v string, kinds map[string]string) (kind, name string, err error) {
+	k, n, hasKind := strings.Cut(v, "/")
+	if !hasKind {
+		k, n = "", v
+	}
+	if hasKind {
+		var ok bool
+		if kind, ok = kinds[strings.ToLower(k)]; !ok {
+			return "", "", fmt.Errorf("%s: unknown kind %q in %q", flag, k, v)
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+		return "", "", fmt.Errorf("%s: %q is not a valid name: %s", flag, n, strings.Join(errs, "; "))
+	}
+	return kind, n, nil
+}
+
 // parseVolumeFlag reads src:SOURCE[,name:NAME].
 func parseVolumeFlag(v string) (src, name string, err error) {
 	for _, part := range strings.Split(v, ",") {
@@ -152,9 +211,9 @@ func (o *CreateVMOptions) Run(context.Context) error {
 	grace := o.GracePeriod
 	spec := virtv1.VirtualMachineInstanceSpec{
 		TerminationGracePeriodSeconds: &grace,
-		Domain: virtv1.DomainSpec{Resources: virtv1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceMemory: o.memory},
-		}},
+	}
+	if o.instancetype == nil {
+		spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: o.memory}
 	}
 	add := func(kind string, i int, flag string, source virtv1.VolumeSource) {
 		src, volName, _ := parseVolumeFlag(flag)
@@ -186,8 +245,10 @@ func (o *CreateVMOptions) Run(context.Context) error {
 	vm := &virtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: virtv1.VirtualMachineSpec{
-			RunStrategy: &strategy,
-			Template:    &virtv1.VirtualMachineInstanceTemplateSpec{Spec: spec},
+			RunStrategy:  &strategy,
+			Instancetype: o.instancetype,
+			Preference:   o.preference,
+			Template:     &virtv1.VirtualMachineInstanceTemplateSpec{Spec: spec},
 		},
 	}
 	printer, err := o.print.ToPrinter()

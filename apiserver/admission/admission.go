@@ -6,6 +6,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/instancetype"
 )
 
 // The webhook configurations (install/virt-api/webhooks.yaml); the certificate rotator injects
@@ -36,12 +38,13 @@ const (
 	PathValidateMigration = "/validate-kubevirt-io-v1-virtualmachineinstancemigration"
 )
 
-// Register adds the webhooks to srv; reader reads the instances a migration names.
+// Register adds the webhooks to srv; reader reads the instances a migration names and the
+// instancetypes and preferences a VM names.
 func Register(srv webhook.Server, s *runtime.Scheme, reader client.Reader) {
 	srv.Register(PathValidateMigration, admission.WithValidator[*virtv1.VirtualMachineInstanceMigration](s, migrationValidator{reader: reader}))
 	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{}))
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
-	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{}))
+	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{reader: reader}))
 	srv.Register(PathValidateReplicaSet, admission.WithValidator[*virtv1.VirtualMachineInstanceReplicaSet](s, replicaSetValidator{}))
 }
 
@@ -129,26 +132,57 @@ func (instanceDefaulter) Default(_ context.Context, vmi *virtv1.VirtualMachineIn
 // RunningDeprecated is the warning for a VirtualMachine that uses spec.running.
 const RunningDeprecated = "spec.running is deprecated; use spec.runStrategy (Always or Halted)"
 
-type vmValidator struct{}
+type vmValidator struct {
+	reader client.Reader
+}
 
-func (vmValidator) validate(vm *virtv1.VirtualMachine) (admission.Warnings, error) {
+func (v vmValidator) validate(ctx context.Context, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
 	var warnings admission.Warnings
 	if vm.Spec.Running != nil {
 		warnings = append(warnings, RunningDeprecated)
 	}
 	errs := Unsupported(&vm.Spec, VMFamilies, field.NewPath("spec"))
 	if vm.Spec.Template != nil {
-		errs = append(errs, ValidateInstanceSpec(&vm.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))...)
+		more, err := v.validateTemplate(ctx, vm)
+		if err != nil {
+			return warnings, err
+		}
+		errs = append(errs, more...)
 	}
 	return warnings, invalid("VirtualMachine", vm, errs)
 }
 
-func (v vmValidator) ValidateCreate(_ context.Context, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
-	return v.validate(vm)
+// validateTemplate checks the instance the VM's template gives once expanded with the instancetype
+// and preference it names, as the controller will create it.
+func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMachine) (field.ErrorList, error) {
+	at := field.NewPath("spec", "template", "spec")
+	spec := vm.Spec.Template.Spec.DeepCopy()
+	if vm.Spec.Instancetype == nil && vm.Spec.Preference == nil {
+		return ValidateInstanceSpec(spec, at), nil
+	}
+	specs, err := instancetype.Live(ctx, v.reader, vm)
+	if fe := (*field.Error)(nil); errors.As(err, &fe) {
+		return field.ErrorList{fe}, nil
+	} else if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if errs := instancetype.Conflicts(specs.Instancetype, spec, at); len(errs) > 0 {
+		return errs, nil
+	}
+	instancetype.Apply(specs, spec, map[string]string{})
+	errs := append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, at)...)
+	for _, e := range errs {
+		e.Detail += " (the template with " + instancetype.Describe(vm) + ")"
+	}
+	return errs, nil
 }
 
-func (v vmValidator) ValidateUpdate(_ context.Context, _, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
-	return v.validate(vm)
+func (v vmValidator) ValidateCreate(ctx context.Context, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
+	return v.validate(ctx, vm)
+}
+
+func (v vmValidator) ValidateUpdate(ctx context.Context, _, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
+	return v.validate(ctx, vm)
 }
 
 func (vmValidator) ValidateDelete(context.Context, *virtv1.VirtualMachine) (admission.Warnings, error) {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/instancetype"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
@@ -219,7 +220,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 func (r *Reconciler) act(ctx context.Context, s *scope, d decision) error {
 	switch d.action {
 	case actCreate:
-		vmi, err := newInstance(s.vm)
+		specs, err := instancetype.Pin(ctx, r.APIReader, r.Client, s.vm)
+		var vmi *virtv1.VirtualMachineInstance
+		if err == nil {
+			vmi, err = newInstance(s.vm, specs)
+		}
 		if err == nil {
 			err = controllerutil.SetControllerReference(s.vm, vmi, r.Client.Scheme())
 		}
@@ -227,7 +232,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d decision) error {
 			err = r.Client.Create(ctx, vmi)
 		}
 		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("instance %s still exists; waiting for it to go: %w", vmi.Name, err)
+			return fmt.Errorf("instance %s still exists; waiting for it to go: %w", s.vm.Name, err)
 		}
 		if err != nil {
 			r.Recorder.Eventf(s.vm, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating virtual machine instance: %v", err)

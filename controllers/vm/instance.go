@@ -9,9 +9,11 @@ import (
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/instancetype"
 )
 
 // firmwareNamespace is the UUID namespace firmware UUIDs are derived in.
@@ -33,10 +35,10 @@ func templateHash(vm *virtv1.VirtualMachine) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// newInstance renders the VirtualMachineInstance for the VM's template. It carries the VM's name,
-// the template's labels and annotations, the controller finalizer, the template hash and the
-// stable firmware UUID.
-func newInstance(vm *virtv1.VirtualMachine) (*virtv1.VirtualMachineInstance, error) {
+// newInstance renders the VirtualMachineInstance for the VM's template expanded with its
+// instancetype and preference. It carries the VM's name, the template's labels and annotations, the
+// controller finalizer, the template hash and the stable firmware UUID.
+func newInstance(vm *virtv1.VirtualMachine, specs instancetype.Specs) (*virtv1.VirtualMachineInstance, error) {
 	if vm.Spec.Template == nil {
 		return nil, fmt.Errorf("spec.template is required to start the VirtualMachine")
 	}
@@ -54,6 +56,10 @@ func newInstance(vm *virtv1.VirtualMachine) (*virtv1.VirtualMachineInstance, err
 	if vmi.Annotations == nil {
 		vmi.Annotations = map[string]string{}
 	}
+	if errs := instancetype.Conflicts(specs.Instancetype, &vmi.Spec, field.NewPath("spec", "template", "spec")); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	instancetype.Apply(specs, &vmi.Spec, vmi.Annotations)
 	vmi.Annotations[virtv1.TemplateHashAnnotation] = templateHash(vm)
 	if vmi.Labels == nil {
 		vmi.Labels = map[string]string{}

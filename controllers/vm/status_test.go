@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/instancetype"
 )
 
 func mkVMI(phase virtv1.VirtualMachineInstancePhase, conds ...metav1.Condition) *virtv1.VirtualMachineInstance {
@@ -99,14 +100,14 @@ func TestStoppedCondition(t *testing.T) {
 func TestNewInstanceKeepsFirmwareUUIDStable(t *testing.T) {
 	vm := mkVM(withStrategy(virtv1.RunStrategyAlways))
 	vm.Spec.Template = &virtv1.VirtualMachineInstanceTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}}
-	a, err := newInstance(vm)
+	a, err := newInstance(vm, instancetype.Specs{})
 	assert.NoError(t, err)
 	vm.UID = "another-uid" // re-created VM of the same name
-	b, _ := newInstance(vm)
+	b, _ := newInstance(vm, instancetype.Specs{})
 	assert.Equal(t, a.Spec.Domain.Firmware.UUID, b.Spec.Domain.Firmware.UUID)
 	other := vm.DeepCopy()
 	other.Name = "other"
-	c, _ := newInstance(other)
+	c, _ := newInstance(other, instancetype.Specs{})
 	assert.NotEqual(t, a.Spec.Domain.Firmware.UUID, c.Spec.Domain.Firmware.UUID)
 	assert.Equal(t, "vm", a.Name)
 	assert.Equal(t, []string{virtv1.VirtualMachineControllerFinalizer}, a.Finalizers)

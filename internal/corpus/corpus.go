@@ -43,6 +43,28 @@ func Load(dir string) ([]Manifest, error) {
 	return out, nil
 }
 
+// Objects reads every object in dir (one per file, no expectation header): what the manifests
+// need to exist, such as the instancetypes they name.
+func Objects(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read object: %w", err)
+		}
+		obj := map[string]any{}
+		if err := yaml.UnmarshalStrict(raw, &obj); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+	return out, nil
+}
+
 func load(file string) (Manifest, error) {
 	m := Manifest{File: filepath.Base(file)}
 	raw, err := os.ReadFile(file)

@@ -7,6 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	subresourcesv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
@@ -16,6 +17,7 @@ func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(virtv1.AddToScheme(s))
+	utilruntime.Must(itv1beta1.AddToScheme(s))
 	utilruntime.Must(subresourcesv1.AddToScheme(s))
 	return s
 }

@@ -5,15 +5,21 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/tests/framework"
 )
@@ -94,5 +100,65 @@ func TestGPUUnschedulableAndRefusedFieldsNamed(t *testing.T) {
 	}
 	if err := f.Client.Get(f.Context(), client.ObjectKeyFromObject(tpm), &virtv1.VirtualMachine{}); err == nil {
 		t.Errorf("the refused VM was stored")
+	}
+}
+
+// A VM made with `virtctl create vm --instancetype --preference` boots with the instancetype's CPU
+// count and memory (as the guest counts them) and the preference's devices, and records the
+// revision it pinned.
+func TestVMFromInstancetypeAndPreferenceBoots(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	ctx := f.Context()
+	it := &itv1beta1.VirtualMachineInstancetype{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "small"},
+		Spec: itv1beta1.VirtualMachineInstancetypeSpec{CPU: itv1beta1.CPUInstancetype{Guest: 2}, Memory: itv1beta1.MemoryInstancetype{Guest: resource.MustParse("128Mi")}}}
+	pref := &itv1beta1.VirtualMachinePreference{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "demo"},
+		Spec: itv1beta1.VirtualMachinePreferenceSpec{
+			CPU:                                    &itv1beta1.CPUPreferences{PreferredCPUTopology: ptr.To(itv1beta1.Cores)},
+			Devices:                                &itv1beta1.DevicePreferences{PreferredRng: &virtv1.Rng{}},
+			PreferredTerminationGracePeriodSeconds: ptr.To(int64(0)),
+		}}
+	f.Create(it)
+	f.Create(pref)
+
+	userData := filepath.Join(t.TempDir(), "user-data")
+	script := "#!/bin/sh\necho \"cpus: $(grep -c ^processor /proc/cpuinfo)\"\necho \"$(grep MemTotal /proc/meminfo)\"\n" +
+		"echo \"rng: $(cat /sys/class/misc/hw_random/rng_current)\"\n"
+	if err := os.WriteFile(userData, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	manifest, code := virtctl(t, f, "", "create", "vm", "--name", "sized", "--volume-containerdisk", "src:kubevirt/cirros-container-disk-demo:latest",
+		"--instancetype", "virtualmachineinstancetype/small", "--preference", "vmpref/demo", "--cloud-init-user-data-file", userData)
+	if code != 0 {
+		t.Fatalf("create vm: exit %d: %s", code, manifest)
+	}
+	apply := exec.CommandContext(ctx, kubectl(t), "--kubeconfig", framework.Kubeconfig(), "-n", f.Namespace, "apply", "-f", "-")
+	apply.Stdin = strings.NewReader(manifest)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v: %s\n%s", err, out, manifest)
+	}
+	vmi := waitRunning(t, f, "sized", "")
+	consoleContains(t, f, vmi, "user-data exited with status 0")
+	console := f.PodLogs(vmi.Status.LauncherPod, "guest-console-log")
+	if !strings.Contains(console, "cpus: 2") || !strings.Contains(console, "rng: virtio_rng") {
+		t.Errorf("the guest does not see 2 vCPUs and virtio-rng; console:\n%s", tail(console, 20))
+	}
+	m := regexp.MustCompile(`MemTotal:\s+(\d+) kB`).FindStringSubmatch(console)
+	if m == nil {
+		t.Fatalf("no MemTotal on the console:\n%s", tail(console, 20))
+	}
+	// 128Mi is 131072 kB; the kernel keeps some for itself (64M guests see 51648 kB of 62500).
+	if kb, _ := strconv.Atoi(m[1]); kb < 100_000 || kb > 131_072 {
+		t.Errorf("guest MemTotal %d kB, want the instancetype's 128Mi less the kernel's share", kb)
+	}
+	if c := vmi.Spec.Domain.CPU; c == nil || c.Cores != 2 || c.Sockets != 1 {
+		t.Errorf("instance CPU %+v, want 1 socket of 2 cores (the preference's topology)", c)
+	}
+	vm := &virtv1.VirtualMachine{}
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "sized"}, vm); err != nil {
+		t.Fatal(err)
+	}
+	if r := vm.Status.InstancetypeRef; r == nil || r.ControllerRevisionRef == nil || r.Name != "small" {
+		t.Errorf("status.instancetypeRef = %+v, want the pinned revision of small", r)
 	}
 }
