@@ -111,7 +111,8 @@ func invalid(kind string, obj interface{ GetName() string }, errs field.ErrorLis
 type instanceValidator struct{}
 
 func (instanceValidator) ValidateCreate(_ context.Context, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
-	return nil, invalid("VirtualMachineInstance", vmi, ValidateInstanceSpec(&vmi.Spec, field.NewPath("spec")))
+	errs := UnsupportedAnnotations(vmi.Annotations, field.NewPath("metadata", "annotations"))
+	return nil, invalid("VirtualMachineInstance", vmi, append(errs, ValidateInstanceSpec(&vmi.Spec, field.NewPath("spec"))...))
 }
 
 func (instanceValidator) ValidateUpdate(_ context.Context, old, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
@@ -143,6 +144,7 @@ func (v vmValidator) validate(ctx context.Context, vm *virtv1.VirtualMachine) (a
 	}
 	errs := Unsupported(&vm.Spec, VMFamilies, field.NewPath("spec"))
 	if vm.Spec.Template != nil {
+		errs = append(errs, UnsupportedAnnotations(vm.Spec.Template.ObjectMeta.Annotations, field.NewPath("spec", "template", "metadata", "annotations"))...)
 		more, err := v.validateTemplate(ctx, vm)
 		if err != nil {
 			return warnings, err
@@ -194,7 +196,8 @@ type replicaSetValidator struct{}
 func (replicaSetValidator) validate(rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
 	var errs field.ErrorList
 	if rs.Spec.Template != nil {
-		errs = ValidateInstanceSpec(&rs.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+		errs = append(UnsupportedAnnotations(rs.Spec.Template.ObjectMeta.Annotations, field.NewPath("spec", "template", "metadata", "annotations")),
+			ValidateInstanceSpec(&rs.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))...)
 	}
 	return nil, invalid("VirtualMachineInstanceReplicaSet", rs, errs)
 }

@@ -189,6 +189,24 @@ var VMFamilies = []Family{
 	{Path: "updateVolumesStrategy", Support: Refused, Note: "volume updates of running VMs"},
 }
 
+// AnnotationFamilies are the KubeVirt annotations of an instance (or a template's metadata) that
+// change what runs; Path is the annotation's key.
+var AnnotationFamilies = []Family{
+	{Path: "hooks.kubevirt.io/hookSidecars", Support: Refused, Note: "sidecar hooks"},
+}
+
+// UnsupportedAnnotations names every annotation AnnotationFamilies refuses; at is the annotations'
+// path.
+func UnsupportedAnnotations(annotations map[string]string, at *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range AnnotationFamilies {
+		if _, ok := annotations[f.Path]; ok && f.Support == Refused {
+			errs = append(errs, field.Forbidden(at.Key(f.Path), refusal(f)))
+		}
+	}
+	return errs
+}
+
 // Unsupported names every field of spec (marshalled as JSON would be) that families refuse; at is
 // the spec's own path.
 func Unsupported(spec any, families []Family, at *field.Path) field.ErrorList {
