@@ -133,7 +133,7 @@ var InstanceFamilies = []Family{
 	{Path: "volumes[].cloudInitNoCloud", Support: Implemented},
 	{Path: "volumes[].emptyDisk", Support: Implemented},
 	{Path: "volumes[].ephemeral", Support: Refused},
-	{Path: "volumes[].dataVolume", Support: Refused, Note: "needs CDI"},
+	{Path: "volumes[].dataVolume", Support: Implemented, Note: "the claim CDI provisions for the DataVolume (named after it); without CDI the VM waits, saying CDI is not installed, until the claim exists"},
 	{Path: "volumes[].cloudInitConfigDrive", Support: Refused, Note: "use cloudInitNoCloud"},
 	{Path: "volumes[].sysprep", Support: Refused, Note: "Windows guests"},
 	{Path: "volumes[].hostDisk", Support: Refused},
@@ -146,7 +146,7 @@ var InstanceFamilies = []Family{
 	{Path: "volumes[].containerPath", Support: Refused},
 	{Path: "networks[].name", Support: Implemented},
 	{Path: "networks[].pod", Support: Implemented},
-	{Path: "networks[].multus", Support: Refused, Note: "needs Multus"},
+	{Path: "networks[].multus", Support: Refused, Note: "needs Multus and a bridge or SR-IOV binding, which Podvirt does not have yet"},
 	{Path: "networks[].resourceClaim", Support: Refused, Note: "dynamic resource allocation"},
 
 	{Path: "nodeSelector", Support: Implemented, Note: "copied to the launcher Pod"},
@@ -185,7 +185,7 @@ var VMFamilies = []Family{
 	{Path: "preference", Support: Implemented, Note: "fills what the template leaves unset; its requirements are checked; what it fills is checked as if the template set it"},
 	{Path: "preference.inferFromVolume", Support: Refused},
 	{Path: "preference.inferFromVolumeFailurePolicy", Support: Refused},
-	{Path: "dataVolumeTemplates", Support: Refused, Note: "needs CDI"},
+	{Path: "dataVolumeTemplates", Support: Explained, Note: "created as CDI DataVolumes owned by the VM when CDI is installed; without CDI the VM does not start and says CDI is not installed"},
 	{Path: "updateVolumesStrategy", Support: Refused, Note: "volume updates of running VMs"},
 }
 

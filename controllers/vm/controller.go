@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,8 +80,8 @@ func claimNames(o client.Object) []string {
 	}
 	var names []string
 	for _, v := range vm.Spec.Template.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			names = append(names, v.PersistentVolumeClaim.ClaimName)
+		if name, _, ok := v.Claim(); ok {
+			names = append(names, name)
 		}
 	}
 	return names
@@ -186,15 +187,42 @@ func (r *Reconciler) claims(ctx context.Context, vm *virtv1.VirtualMachine) (vol
 			vs.unbound = append(vs.unbound, name)
 		}
 	}
+	var fromDataVolumes []string
+	for _, name := range dataVolumeClaims(vm) {
+		if slices.Contains(vs.missing, name) {
+			fromDataVolumes = append(fromDataVolumes, name)
+		}
+	}
+	if len(fromDataVolumes) > 0 {
+		cdi, err := r.cdiInstalled()
+		if err != nil {
+			return vs, err
+		}
+		if !cdi {
+			vs.noCDI = fromDataVolumes
+		}
+	}
 	return vs, nil
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	recordStartFailure(s.vm, s.vmi, s.now)
 	d := decide(s.vm, observe(s.vmi), s.now)
+	if d.action == actCreate && len(s.vm.Spec.DataVolumeTemplates) > 0 {
+		cdi, err := r.cdiInstalled()
+		if err == nil && cdi {
+			err = r.ensureDataVolumes(ctx, s.vm)
+		}
+		if err != nil {
+			r.setStatus(s, d)
+			return ctrl.Result{}, err
+		}
+	}
 	if d.action == actCreate && len(s.vols.missing) > 0 {
 		// Creating the instance now would only give a Pod that cannot start; wait for the claim.
-		d.action, d.stoppedReason = actNone, ""
+		reason, message := s.vols.missingMessage()
+		r.Recorder.Eventf(s.vm, nil, corev1.EventTypeWarning, reason, "Start", "Waiting to start: %s", message)
+		d.action, d.stoppedReason, d.waitingForClaims = actNone, "", true
 	}
 	err := r.act(ctx, s, d)
 	if err == nil && d.dropRequest {
@@ -264,7 +292,7 @@ func (r *Reconciler) setStatus(s *scope, d decision) {
 	st.PrintableStatus = printableStatus(s.vm, s.vmi, s.vols, d)
 	st.ObservedGeneration = s.vm.Generation
 	st.DesiredGeneration = s.vm.Generation
-	setReadyCondition(s.vm, s.vmi, s.vols)
+	setReadyCondition(s.vm, s.vmi, s.vols, wantsInstance(d, s.vmi))
 	setPausedCondition(s.vm, s.vmi)
 	setRestartRequiredCondition(s.vm, s.vmi, templateHash(s.vm))
 	setStoppedCondition(s.vm, s.vmi, d)

@@ -40,6 +40,8 @@ type decision struct {
 	// queueStart records a Start request with the deletion, so the replacement is created once the
 	// old instance is gone even though the run strategy alone would not start it (RerunOnFailure).
 	queueStart bool
+	// waitingForClaims is set when an instance is wanted but its claims do not exist yet.
+	waitingForClaims bool
 }
 
 // observed is what decide needs to know about the current instance (nil fields mean no instance).

@@ -16,6 +16,17 @@ import (
 type volumeState struct {
 	missing []string // claims that do not exist
 	unbound []string // claims that exist and are not bound yet
+	noCDI   []string // missing claims only a DataVolume would provision, with CDI not installed
+}
+
+// missingMessage says which claims are missing and, for DataVolumes, that nothing will provision them.
+func (vs volumeState) missingMessage() (reason, message string) {
+	message = "PersistentVolumeClaim(s) not found: " + strings.Join(vs.missing, ", ")
+	if len(vs.noCDI) == 0 {
+		return "PVCNotFound", message
+	}
+	return "CDINotInstalled", message + "; CDI is not installed (no cdi.kubevirt.io DataVolume API), so nothing provisions the claim of DataVolume(s) " +
+		strings.Join(vs.noCDI, ", ") + ": install CDI or create the claim"
 }
 
 // printableStatus computes the STATUS column. The checks run in KubeVirt's priority order; the first
@@ -57,7 +68,7 @@ func printableStatus(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstan
 
 // wantsInstance reports whether an instance exists or is about to be created.
 func wantsInstance(d decision, vmi *virtv1.VirtualMachineInstance) bool {
-	return d.action == actCreate || (vmi != nil && !vmi.Status.Phase.IsFinal())
+	return d.action == actCreate || d.waitingForClaims || (vmi != nil && !vmi.Status.Phase.IsFinal())
 }
 
 func conditionTrue(conds []metav1.Condition, t string) bool {
@@ -73,15 +84,17 @@ func conditionReason(conds []metav1.Condition, t string) string {
 
 // setReadyCondition mirrors the instance's Ready condition; when not ready, the reason says what
 // the VM waits for (unschedulable, image pull, volume binding…), so a VM stuck in Starting explains itself.
-func setReadyCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance, vols volumeState) {
+func setReadyCondition(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance, vols volumeState, wanted bool) {
 	c := metav1.Condition{Type: virtv1.VirtualMachineReady, Status: metav1.ConditionFalse, ObservedGeneration: vm.Generation}
 	switch {
+	case vmi == nil && wanted && len(vols.missing) > 0:
+		c.Reason, c.Message = vols.missingMessage()
 	case vmi == nil:
 		c.Reason, c.Message = "VMINotExists", "No VirtualMachineInstance exists"
 	case meta.IsStatusConditionTrue(vmi.Status.Conditions, virtv1.VirtualMachineInstanceReady):
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "VMIReady", "The VirtualMachineInstance is ready"
 	case len(vols.missing) > 0:
-		c.Reason, c.Message = "PVCNotFound", "PersistentVolumeClaim(s) not found: "+strings.Join(vols.missing, ", ")
+		c.Reason, c.Message = vols.missingMessage()
 	case len(vols.unbound) > 0:
 		c.Reason, c.Message = "WaitingForVolumeBinding", "PersistentVolumeClaim(s) not bound yet: "+strings.Join(vols.unbound, ", ")
 	default:

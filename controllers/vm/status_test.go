@@ -42,6 +42,7 @@ func TestPrintableStatus(t *testing.T) {
 		{"paused", mkVM(), mkVMI(virtv1.Running, cond("Paused", metav1.ConditionTrue, "Paused")), volumeState{}, decision{}, virtv1.VirtualMachineStatusPaused},
 		{"running", mkVM(), mkVMI(virtv1.Running), volumeState{}, decision{}, virtv1.VirtualMachineStatusRunning},
 		{"pvc not found", mkVM(), nil, volumeState{missing: []string{"data"}}, decision{action: actCreate}, virtv1.VirtualMachineStatusPvcNotFound},
+		{"waiting for the claim", mkVM(), nil, volumeState{missing: []string{"data"}}, decision{waitingForClaims: true}, virtv1.VirtualMachineStatusPvcNotFound},
 		{"unschedulable", mkVM(), mkVMI(virtv1.Scheduling, cond("PodScheduled", metav1.ConditionFalse, "Unschedulable")), volumeState{}, decision{}, virtv1.VirtualMachineStatusUnschedulable},
 		{"waiting for volume binding", mkVM(), mkVMI(virtv1.Scheduling), volumeState{unbound: []string{"data"}}, decision{}, virtv1.VirtualMachineStatusWaitingForVolumeBinding},
 		{"image pull error", mkVM(), mkVMI(virtv1.Scheduling, cond("Synchronized", metav1.ConditionFalse, "ErrImagePull")), volumeState{}, decision{}, virtv1.VirtualMachineStatusErrImagePull},
@@ -64,20 +65,24 @@ func TestPrintableStatus(t *testing.T) {
 
 func TestReadyConditionExplainsWhatTheVMWaitsFor(t *testing.T) {
 	vm := mkVM()
-	setReadyCondition(vm, mkVMI(virtv1.Scheduling, metav1.Condition{Type: "PodScheduled", Status: metav1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient memory."}), volumeState{})
+	setReadyCondition(vm, mkVMI(virtv1.Scheduling, metav1.Condition{Type: "PodScheduled", Status: metav1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient memory."}), volumeState{}, true)
 	c := vm.Status.Conditions[0]
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.Equal(t, "Unschedulable", c.Reason)
 	assert.Contains(t, c.Message, "Insufficient memory")
 
-	setReadyCondition(vm, nil, volumeState{unbound: []string{"data"}})
+	setReadyCondition(vm, nil, volumeState{unbound: []string{"data"}}, false)
 	assert.Equal(t, "VMINotExists", vm.Status.Conditions[0].Reason)
 
-	setReadyCondition(vm, mkVMI(virtv1.Scheduling), volumeState{unbound: []string{"data"}})
+	setReadyCondition(vm, nil, volumeState{missing: []string{"data", "dv"}, noCDI: []string{"dv"}}, true)
+	assert.Equal(t, "CDINotInstalled", vm.Status.Conditions[0].Reason)
+	assert.Contains(t, vm.Status.Conditions[0].Message, "not found: data, dv; CDI is not installed")
+
+	setReadyCondition(vm, mkVMI(virtv1.Scheduling), volumeState{unbound: []string{"data"}}, true)
 	assert.Equal(t, "WaitingForVolumeBinding", vm.Status.Conditions[0].Reason)
 	assert.Contains(t, vm.Status.Conditions[0].Message, "data")
 
-	setReadyCondition(vm, mkVMI(virtv1.Running, cond("Ready", metav1.ConditionTrue, "GuestRunning")), volumeState{})
+	setReadyCondition(vm, mkVMI(virtv1.Running, cond("Ready", metav1.ConditionTrue, "GuestRunning")), volumeState{}, true)
 	assert.Equal(t, metav1.ConditionTrue, vm.Status.Conditions[0].Status)
 }
 

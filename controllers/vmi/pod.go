@@ -159,12 +159,16 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 				volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
 				mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.SecretMountRoot, ref.Name), ReadOnly: true})
 			}
-		case v.PersistentVolumeClaim != nil:
+		default:
+			claim, readOnly, ok := v.Claim()
+			if !ok {
+				continue
+			}
 			volName := fmt.Sprintf("volume%d-pvc", i)
 			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName, ReadOnly: v.PersistentVolumeClaim.ReadOnly},
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly},
 			}})
-			mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.PVCMountRoot, v.Name), ReadOnly: v.PersistentVolumeClaim.ReadOnly})
+			mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.PVCMountRoot, v.Name), ReadOnly: readOnly})
 		}
 	}
 	return volumes, mounts

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -160,5 +161,44 @@ func TestVMFromInstancetypeAndPreferenceBoots(t *testing.T) {
 	}
 	if r := vm.Status.InstancetypeRef; r == nil || r.ControllerRevisionRef == nil || r.Name != "small" {
 		t.Errorf("status.instancetypeRef = %+v, want the pinned revision of small", r)
+	}
+}
+
+// A VM whose disk is a DataVolume waits, saying CDI is not installed, until the claim the
+// DataVolume would have provisioned exists; then it runs on that claim.
+func TestDataVolumeDiskWithoutCDI(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	vm := demoVM(f.Namespace, "dv", virtv1.RunStrategyAlways, 0, "")
+	spec := &vm.Spec.Template.Spec
+	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, virtv1.Disk{Name: "data", Serial: "dvdata", Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}})
+	spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: "data", VolumeSource: virtv1.VolumeSource{DataVolume: &virtv1.DataVolumeSource{Name: "dv-data"}}})
+	f.Create(vm)
+	f.Eventually("the VM says CDI is not installed", time.Minute, func(ctx context.Context) (bool, error) {
+		cur := &virtv1.VirtualMachine{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(vm), cur); err != nil {
+			return false, err
+		}
+		for _, c := range cur.Status.Conditions {
+			if c.Type == virtv1.VirtualMachineReady && c.Reason == "CDINotInstalled" && strings.Contains(c.Message, "dv-data") {
+				return cur.Status.PrintableStatus == virtv1.VirtualMachineStatusPvcNotFound, fmt.Errorf("status %s", cur.Status.PrintableStatus)
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", cur.Status.Conditions)
+	})
+	f.Create(&corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "dv-data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}},
+		},
+	})
+	vmi := waitRunning(t, f, "dv", "")
+	found := false
+	for _, v := range vmi.Spec.Volumes {
+		found = found || (v.DataVolume != nil && v.DataVolume.Name == "dv-data")
+	}
+	if !found {
+		t.Errorf("the instance lost its dataVolume volume: %+v", vmi.Spec.Volumes)
 	}
 }

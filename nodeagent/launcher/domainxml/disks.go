@@ -152,10 +152,10 @@ func diskSource(plan *Plan, disk *libvirtxml.DomainDisk, vol *virtv1.Volume, in 
 			Format: &libvirtxml.DomainDiskFormat{Type: img.Format},
 			Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: img.Path}},
 		}
-	case vol.PersistentVolumeClaim != nil:
+	case vol.PersistentVolumeClaim != nil || vol.DataVolume != nil:
 		path, format = filepath.Join(in.PVCRoot, vol.Name, PVCImage), "raw"
 		plan.Files = append(plan.Files, File{Kind: FilePVCImage, Path: path, Volume: vol.Name})
-		if vol.PersistentVolumeClaim.ReadOnly {
+		if _, readOnly, _ := vol.Claim(); readOnly {
 			disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 		}
 	case vol.EmptyDisk != nil:
@@ -170,7 +170,7 @@ func diskSource(plan *Plan, disk *libvirtxml.DomainDisk, vol *virtv1.Volume, in 
 		plan.Files = append(plan.Files, File{Kind: FileNoCloud, Path: path, Volume: vol.Name})
 		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 	default:
-		return fmt.Errorf("%s: no volume source set (containerDisk, persistentVolumeClaim, emptyDisk or cloudInitNoCloud)", field)
+		return fmt.Errorf("%s: no volume source set (containerDisk, persistentVolumeClaim, dataVolume, emptyDisk or cloudInitNoCloud)", field)
 	}
 	disk.Driver.Type = format
 	disk.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: path}}

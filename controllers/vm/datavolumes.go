@@ -1,0 +1,72 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// DataVolumeGVK is CDI's DataVolume, which provisions the claim a dataVolume volume uses (CDI names
+// the claim after the DataVolume). Podvirt does not run CDI; it creates a VM's DataVolumes when CDI
+// is installed and says so when it is not.
+var DataVolumeGVK = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"}
+
+// cdiInstalled reports whether the apiserver serves CDI's DataVolumes.
+func (r *Reconciler) cdiInstalled() (bool, error) {
+	_, err := r.Client.RESTMapper().RESTMapping(DataVolumeGVK.GroupKind(), DataVolumeGVK.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("look up CDI's DataVolume API: %w", err)
+	}
+	return true, nil
+}
+
+// dataVolumeClaims are the claims of vm's template that a DataVolume provisions.
+func dataVolumeClaims(vm *virtv1.VirtualMachine) []string {
+	var names []string
+	for _, v := range vm.Spec.Template.Spec.Volumes {
+		if v.DataVolume != nil {
+			names = append(names, v.DataVolume.Name)
+		}
+	}
+	for _, t := range vm.Spec.DataVolumeTemplates {
+		if !slices.Contains(names, t.ObjectMeta.Name) {
+			names = append(names, t.ObjectMeta.Name)
+		}
+	}
+	return names
+}
+
+// ensureDataVolumes creates the DataVolumes of vm's dataVolumeTemplates that do not exist yet,
+// owned by vm; CDI then provisions their claims.
+func (r *Reconciler) ensureDataVolumes(ctx context.Context, vm *virtv1.VirtualMachine) error {
+	for i := range vm.Spec.DataVolumeTemplates {
+		t := &vm.Spec.DataVolumeTemplates[i]
+		spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&t.Spec)
+		if err != nil {
+			return fmt.Errorf("spec.dataVolumeTemplates[%d].spec: %w", i, err)
+		}
+		dv := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		dv.SetGroupVersionKind(DataVolumeGVK)
+		dv.SetName(t.ObjectMeta.Name)
+		dv.SetNamespace(vm.Namespace)
+		dv.SetLabels(t.ObjectMeta.Labels)
+		dv.SetAnnotations(t.ObjectMeta.Annotations)
+		dv.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(vm, virtv1.SchemeGroupVersion.WithKind("VirtualMachine"))})
+		if err := r.Client.Create(ctx, dv); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create DataVolume %s: %w", t.ObjectMeta.Name, err)
+		}
+	}
+	return nil
+}
