@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/scheme"
 )
@@ -149,16 +150,16 @@ func (o *CreateVMOptions) Validate(cmd *cobra.Command) error {
 // by (resource, singular, short names), lower case.
 var (
 	instancetypeKinds = map[string]string{
-		"virtualmachineinstancetype": "VirtualMachineInstancetype", "virtualmachineinstancetypes": "VirtualMachineInstancetype",
-		"vminstancetype": "VirtualMachineInstancetype", "vmf": "VirtualMachineInstancetype",
-		"virtualmachineclusterinstancetype": "VirtualMachineClusterInstancetype", "virtualmachineclusterinstancetypes": "VirtualMachineClusterInstancetype",
-		"vmclusterinstancetype": "VirtualMachineClusterInstancetype", "vmcf": "VirtualMachineClusterInstancetype",
+		"virtualmachineinstancetype": itv1beta1.KindInstancetype, "virtualmachineinstancetypes": itv1beta1.KindInstancetype,
+		"vminstancetype": itv1beta1.KindInstancetype, "vmf": itv1beta1.KindInstancetype,
+		"virtualmachineclusterinstancetype": itv1beta1.KindClusterInstancetype, "virtualmachineclusterinstancetypes": itv1beta1.KindClusterInstancetype,
+		"vmclusterinstancetype": itv1beta1.KindClusterInstancetype, "vmcf": itv1beta1.KindClusterInstancetype,
 	}
 	preferenceKinds = map[string]string{
-		"virtualmachinepreference": "VirtualMachinePreference", "virtualmachinepreferences": "VirtualMachinePreference",
-		"vmpref": "VirtualMachinePreference", "vmp": "VirtualMachinePreference",
-		"virtualmachineclusterpreference": "VirtualMachineClusterPreference", "virtualmachineclusterpreferences": "VirtualMachineClusterPreference",
-		"vmcp": "VirtualMachineClusterPreference",
+		"virtualmachinepreference": itv1beta1.KindPreference, "virtualmachinepreferences": itv1beta1.KindPreference,
+		"vmpref": itv1beta1.KindPreference, "vmp": itv1beta1.KindPreference,
+		"virtualmachineclusterpreference": itv1beta1.KindClusterPreference, "virtualmachineclusterpreferences": itv1beta1.KindClusterPreference,
+		"vmcp": itv1beta1.KindClusterPreference,
 	}
 )
 

@@ -95,8 +95,9 @@ func TestDataVolumesWithAndWithoutCDI(t *testing.T) {
 	assert.Equal(t, "docker://quay.io/containerdisks/fedora:40", url)
 	assert.Equal(t, "fedora", dv.GetLabels()["os"])
 	assert.Equal(t, "templated", dv.GetOwnerReferences()[0].Name)
-	c := condition(vmStatus(t, ns, "templated").Conditions, virtv1.VirtualMachineReady)
-	assert.Equal(t, "PVCNotFound", c.Reason, "CDI is there: the VM waits for the claim it provisions")
+	eventually(t, "CDI is there: the VM waits for the claim it provisions (PVCNotFound)", func() bool {
+		return condition(vmStatus(t, ns, "templated").Conditions, virtv1.VirtualMachineReady).Reason == "PVCNotFound"
+	})
 }
 
 func ptrTo[T any](v T) *T { return &v }

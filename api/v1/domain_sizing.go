@@ -40,6 +40,8 @@ func (d *DomainSpec) CheckMemoryLimit(guest resource.Quantity) error {
 const (
 	// DefaultMachineType is spec.domain.machine.type when unset.
 	DefaultMachineType = "q35"
+	// DefaultArchitecture is the guests' (and the nodes') architecture, the only one Podvirt runs.
+	DefaultArchitecture = "amd64"
 	// DefaultInterfaceModel is an interface's model when unset.
 	DefaultInterfaceModel = "virtio"
 )

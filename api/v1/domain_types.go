@@ -292,3 +292,7 @@ type Chassis struct {
 	// +optional
 	Sku string `json:"sku,omitempty"`
 }
+
+// SecureBootEnabled says whether EFI boots with Secure Boot: unless secureBoot is false (KubeVirt's
+// default is on).
+func (e *EFI) SecureBootEnabled() bool { return e.SecureBoot == nil || *e.SecureBoot }

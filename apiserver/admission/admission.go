@@ -7,15 +7,19 @@ package admission
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/instancetype"
 )
@@ -80,11 +84,46 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, fld *field.Pa
 			errs = append(errs, field.Required(kb.Child("container", "kernelPath"), "required to boot a kernel"))
 		}
 	}
+	if fw := spec.Domain.Firmware; fw != nil && fw.Bootloader != nil && fw.Bootloader.EFI != nil {
+		if f := spec.Domain.Features; fw.Bootloader.EFI.SecureBootEnabled() && f != nil && f.SMM != nil && f.SMM.Enabled != nil && !*f.SMM.Enabled {
+			errs = append(errs, field.Invalid(domain.Child("features", "smm", "enabled"), false, "Secure Boot (firmware.bootloader.efi.secureBoot, true by default) needs SMM"))
+		}
+		if fw.Bootloader.BIOS != nil {
+			errs = append(errs, field.Forbidden(domain.Child("firmware", "bootloader"), "set bios or efi, not both"))
+		}
+	}
+	if a := spec.Architecture; a != "" && a != virtv1.DefaultArchitecture {
+		errs = append(errs, field.Invalid(fld.Child("architecture"), a, NotSupported+": the nodes are "+virtv1.DefaultArchitecture))
+	}
+	errs = append(errs, validateDeviceNames(spec, domain.Child("devices"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
 				d.CDRom.Bus, []virtv1.DiskBus{virtv1.DiskBusSATA, virtv1.DiskBusSCSI}))
 		}
+	}
+	return errs
+}
+
+// validateDeviceNames checks that each GPU's and host device's deviceName is a device plugin's
+// resource name (the launcher Pod requests it).
+func validateDeviceNames(spec *virtv1.VirtualMachineInstanceSpec, devices *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(p *field.Path, name string) {
+		switch {
+		case name == "":
+			return // a DRA claim instead, refused by its own family
+		case len(validation.IsQualifiedName(name)) > 0 || !strings.Contains(name, "/"):
+			errs = append(errs, field.Invalid(p, name, "must be a device plugin's resource name, e.g. nvidia.com/GA102GL_A10"))
+		case strings.HasPrefix(name, "kubernetes.io/") || strings.HasPrefix(name, launcherv1.DeviceResourcePrefix):
+			errs = append(errs, field.Invalid(p, name, "is a reserved resource name"))
+		}
+	}
+	for i, g := range spec.Domain.Devices.GPUs {
+		check(devices.Child("gpus").Index(i).Child("deviceName"), g.DeviceName)
+	}
+	for i, h := range spec.Domain.Devices.HostDevices {
+		check(devices.Child("hostDevices").Index(i).Child("deviceName"), h.DeviceName)
 	}
 	return errs
 }
@@ -137,13 +176,16 @@ type vmValidator struct {
 	reader client.Reader
 }
 
-func (v vmValidator) validate(ctx context.Context, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
+// validate checks vm; checkTemplate is false for an update that leaves the template, instancetype
+// and preference as they were (a start, stop or label change of a VM whose instancetype has since
+// changed or gone must still go through).
+func (v vmValidator) validate(ctx context.Context, vm *virtv1.VirtualMachine, checkTemplate bool) (admission.Warnings, error) {
 	var warnings admission.Warnings
 	if vm.Spec.Running != nil {
 		warnings = append(warnings, RunningDeprecated)
 	}
 	errs := Unsupported(&vm.Spec, VMFamilies, field.NewPath("spec"))
-	if vm.Spec.Template != nil {
+	if vm.Spec.Template != nil && checkTemplate {
 		errs = append(errs, UnsupportedAnnotations(vm.Spec.Template.ObjectMeta.Annotations, field.NewPath("spec", "template", "metadata", "annotations"))...)
 		more, err := v.validateTemplate(ctx, vm)
 		if err != nil {
@@ -168,11 +210,20 @@ func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMac
 	} else if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	if errs := instancetype.Conflicts(specs.Instancetype, spec, at); len(errs) > 0 {
+	errs := instancetype.Conflicts(specs.Instancetype, spec, at)
+	if e := instancetype.SpreadError(specs, field.NewPath("spec", "instancetype")); e != nil {
+		errs = append(errs, e)
+	}
+	if len(errs) > 0 {
 		return errs, nil
 	}
-	instancetype.Apply(specs, spec, map[string]string{})
-	errs := append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, at)...)
+	annotations := maps.Clone(vm.Spec.Template.ObjectMeta.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	instancetype.Apply(specs, spec, annotations)
+	errs = append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, at)...)
+	errs = append(errs, UnsupportedAnnotations(annotations, field.NewPath("spec", "template", "metadata", "annotations"))...)
 	for _, e := range errs {
 		e.Detail += " (the template with " + instancetype.Describe(vm) + ")"
 	}
@@ -180,11 +231,13 @@ func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMac
 }
 
 func (v vmValidator) ValidateCreate(ctx context.Context, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
-	return v.validate(ctx, vm)
+	return v.validate(ctx, vm, true)
 }
 
-func (v vmValidator) ValidateUpdate(ctx context.Context, _, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
-	return v.validate(ctx, vm)
+func (v vmValidator) ValidateUpdate(ctx context.Context, old, vm *virtv1.VirtualMachine) (admission.Warnings, error) {
+	changed := vm.DeletionTimestamp == nil && (!reflect.DeepEqual(old.Spec.Template, vm.Spec.Template) ||
+		!reflect.DeepEqual(old.Spec.Instancetype, vm.Spec.Instancetype) || !reflect.DeepEqual(old.Spec.Preference, vm.Spec.Preference))
+	return v.validate(ctx, vm, changed)
 }
 
 func (vmValidator) ValidateDelete(context.Context, *virtv1.VirtualMachine) (admission.Warnings, error) {

@@ -43,6 +43,17 @@ func TestValidateInstanceSpec(t *testing.T) {
 		{"cdrom on virtio", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Devices.Disks = []virtv1.Disk{{Name: "ok", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusSATA}}, {Name: "bad", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusVirtio}}}
 		}, "spec.domain.devices.disks[1].cdrom.bus"},
+		{"another architecture", func(s *virtv1.VirtualMachineInstanceSpec) { s.Architecture = "riscv64" }, "spec.architecture"},
+		{"device name not a resource", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.GPUs = []virtv1.GPU{{Name: "ok", DeviceName: "nvidia.com/A10"}, {Name: "bad", DeviceName: "A10"}}
+		}, "spec.domain.devices.gpus[1].deviceName"},
+		{"reserved device name", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.HostDevices = []virtv1.HostDevice{{Name: "kvm", DeviceName: "devices.kubevirt.io/kvm"}}
+		}, "spec.domain.devices.hostDevices[0].deviceName"},
+		{"secure boot without SMM", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Firmware = &virtv1.Firmware{Bootloader: &virtv1.Bootloader{EFI: &virtv1.EFI{}}}
+			s.Domain.Features = &virtv1.Features{SMM: &virtv1.FeatureState{Enabled: ptr.To(false)}}
+		}, "spec.domain.features.smm.enabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := spec()

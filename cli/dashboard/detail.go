@@ -119,6 +119,8 @@ func volumeSource(volumes []virtv1.Volume, name string) string {
 			return "containerDisk " + v.ContainerDisk.Image
 		case v.PersistentVolumeClaim != nil:
 			return "PVC " + v.PersistentVolumeClaim.ClaimName
+		case v.DataVolume != nil:
+			return "DataVolume " + v.DataVolume.Name
 		case v.CloudInitNoCloud != nil:
 			return "cloudInitNoCloud"
 		case v.EmptyDisk != nil:

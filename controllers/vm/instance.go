@@ -25,9 +25,15 @@ func firmwareUUID(vm *virtv1.VirtualMachine) types.UID {
 	return types.UID(uuid.NewSHA1(firmwareNamespace, []byte(vm.Namespace+"/"+vm.Name)).String())
 }
 
-// templateHash identifies the template an instance was created from.
+// templateHash identifies the template (with the instancetype and preference it names) an instance
+// was created from.
 func templateHash(vm *virtv1.VirtualMachine) string {
-	raw, err := json.Marshal(vm.Spec.Template)
+	var in any = vm.Spec.Template
+	if vm.Spec.Instancetype != nil || vm.Spec.Preference != nil {
+		// A changed instancetype or preference matcher changes the next instance too.
+		in = []any{vm.Spec.Template, vm.Spec.Instancetype, vm.Spec.Preference}
+	}
+	raw, err := json.Marshal(in)
 	if err != nil {
 		return "" // cannot happen: the template is plain data
 	}
@@ -56,7 +62,11 @@ func newInstance(vm *virtv1.VirtualMachine, specs instancetype.Specs) (*virtv1.V
 	if vmi.Annotations == nil {
 		vmi.Annotations = map[string]string{}
 	}
-	if errs := instancetype.Conflicts(specs.Instancetype, &vmi.Spec, field.NewPath("spec", "template", "spec")); len(errs) > 0 {
+	errs := instancetype.Conflicts(specs.Instancetype, &vmi.Spec, field.NewPath("spec", "template", "spec"))
+	if e := instancetype.SpreadError(specs, field.NewPath("spec", "instancetype")); e != nil {
+		errs = append(errs, e)
+	}
+	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	instancetype.Apply(specs, &vmi.Spec, vmi.Annotations)

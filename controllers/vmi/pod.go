@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -98,6 +99,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			DNSPolicy:                     vmi.Spec.DNSPolicy,
 			DNSConfig:                     vmi.Spec.DNSConfig,
 			SecurityContext:               podSecurity(cfg),
+			ImagePullSecrets:              pullSecrets(vmi),
 			InitContainers:                inits,
 			Containers:                    containers,
 			Volumes:                       volumes,
@@ -273,7 +275,12 @@ func consoleLogContainer(cfg Config) corev1.Container {
 // (100m when it does not); /dev/kvm from the node agent's device plugin unless emulating.
 func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantity, cfg Config) (corev1.ResourceRequirements, error) {
 	overhead := cfg.Overhead.For(vmi, cfg.UseEmulation)
+	// The Pod requests requests.memory when given (below memory.guest it overcommits, as
+	// KubeVirt and an instancetype's overcommitPercent do), else the guest's memory.
 	mem := guest.DeepCopy()
+	if req, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
+		mem = req.DeepCopy()
+	}
 	if !vmi.Spec.Domain.Resources.OvercommitGuestOverhead {
 		mem.Add(overhead)
 	}
@@ -301,6 +308,26 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 		lim = nil
 	}
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
+}
+
+// pullSecrets are the Secrets the containerDisk and kernelBoot images name, each once.
+func pullSecrets(vmi *virtv1.VirtualMachineInstance) []corev1.LocalObjectReference {
+	var names []string
+	for _, v := range vmi.Spec.Volumes {
+		if v.ContainerDisk != nil && v.ContainerDisk.ImagePullSecret != "" {
+			names = append(names, v.ContainerDisk.ImagePullSecret)
+		}
+	}
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil && fw.KernelBoot.Container.ImagePullSecret != "" {
+		names = append(names, fw.KernelBoot.Container.ImagePullSecret)
+	}
+	var refs []corev1.LocalObjectReference
+	for _, n := range names {
+		if !slices.Contains(refs, corev1.LocalObjectReference{Name: n}) {
+			refs = append(refs, corev1.LocalObjectReference{Name: n})
+		}
+	}
+	return refs
 }
 
 // addDeviceRequests asks for one of each GPU's and host device's deviceName (a device plugin's

@@ -112,6 +112,23 @@ func TestRenderPodResources(t *testing.T) {
 	assert.True(t, *pod.Spec.SecurityContext.RunAsNonRoot)
 }
 
+// requests.memory below memory.guest overcommits: the Pod requests it (plus the overhead), the
+// guest still sees memory.guest. Pull secrets of the images reach the Pod, once each.
+func TestRenderPodOvercommitAndPullSecrets(t *testing.T) {
+	v := seedInstance(t)
+	guest := resource.MustParse("256Mi")
+	v.Spec.Domain.Memory = &virtv1.Memory{Guest: &guest}
+	v.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("192Mi")}
+	v.Spec.Volumes[0].ContainerDisk.ImagePullSecret = "regcred"
+	v.Spec.Domain.Firmware = &virtv1.Firmware{KernelBoot: &virtv1.KernelBoot{Container: &virtv1.KernelBootContainer{Image: "k", KernelPath: "/k", ImagePullSecret: "regcred"}}}
+	pod, err := RenderPod(v, testConfig())
+	require.NoError(t, err)
+	want := resource.MustParse("192Mi")
+	want.Add(DefaultOverhead().For(v, true))
+	assert.Zero(t, want.Cmp(pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]), "requests = requests.memory + overhead, got %s", pod.Spec.Containers[0].Resources.Requests.Memory())
+	assert.Equal(t, []corev1.LocalObjectReference{{Name: "regcred"}}, pod.Spec.ImagePullSecrets)
+}
+
 func TestRenderPodRejectsWhatCannotRun(t *testing.T) {
 	v := seedInstance(t)
 	v.Spec.Domain.Resources.Requests = nil

@@ -34,6 +34,7 @@ ensure_tools() {
 	[[ -e /usr/include/libelf.h ]] || missing+=(libelf-dev)
 	[[ -e /usr/include/openssl/ssl.h ]] || missing+=(libssl-dev)
 	[[ -d /usr/lib/syslinux/mbr ]] || missing+=(syslinux-common)
+	[[ -e /usr/lib/SYSLINUX.EFI/efi64/syslinux.efi ]] || missing+=(syslinux-efi)
 	((${#missing[@]} == 0)) && return 0
 	log "installing ${missing[*]}"
 	flock /var/lib/podvirt-apt.lock apt-get install -y --no-install-recommends "${missing[@]}" >&2
@@ -104,7 +105,7 @@ kernel() {
 
 # syslinux_version is the installed syslinux (the disk's bootloader comes from the host's packages).
 syslinux_version() {
-	dpkg-query -W -f '${Package}=${Version} ' syslinux syslinux-common
+	dpkg-query -W -f '${Package}=${Version} ' syslinux syslinux-common syslinux-efi
 }
 
 # version_key hashes every input of the guest: the build script, kernel config, rootfs files and package versions.
@@ -140,7 +141,8 @@ initramfs() {
 }
 
 # disk builds a bootable raw disk at $3: MBR (syslinux mbr.bin), one active FAT partition holding
-# syslinux, the kernel $1 and the initramfs $2, booting with console=ttyS0; then converts it to qcow2 $4.
+# syslinux (BIOS) and syslinux.efi (EFI), the kernel $1 and the initramfs $2, booting with
+# console=ttyS0; then converts it to qcow2 $4.
 disk() {
 	local kernel=$1 initrd=$2 raw=$3 qcow=$4 part="$3.part"
 	local start=2048 total_mib=64
@@ -166,6 +168,12 @@ disk() {
 	mcopy -i "$part" "$kernel" ::/vmlinuz
 	mcopy -i "$part" "$initrd" ::/initramfs.gz
 	mcopy -i "$part" "$cfg" ::/syslinux/syslinux.cfg
+	# The same partition boots under EFI (OVMF): the removable-media path \EFI\BOOT\BOOTX64.EFI is
+	# syslinux.efi, reading the same configuration next to it.
+	mmd -i "$part" ::/EFI ::/EFI/BOOT
+	mcopy -i "$part" /usr/lib/SYSLINUX.EFI/efi64/syslinux.efi ::/EFI/BOOT/BOOTX64.EFI
+	mcopy -i "$part" /usr/lib/syslinux/modules/efi64/ldlinux.e64 ::/EFI/BOOT/ldlinux.e64
+	mcopy -i "$part" "$cfg" ::/EFI/BOOT/syslinux.cfg
 	rm -f "$cfg"
 	syslinux --install --directory /syslinux "$part"
 	truncate -s "$((total_mib << 20))" "$raw"

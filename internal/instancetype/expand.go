@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -65,6 +66,7 @@ func Conflicts(it *itv1beta1.VirtualMachineInstancetypeSpec, spec *virtv1.Virtua
 	conflict(len(it.GPUs) > 0 && len(d.Devices.GPUs) > 0, domain.Child("devices", "gpus"))
 	conflict(len(it.HostDevices) > 0 && len(d.Devices.HostDevices) > 0, domain.Child("devices", "hostDevices"))
 	conflict(it.IOThreadsPolicy != nil && d.IOThreadsPolicy != nil, domain.Child("ioThreadsPolicy"))
+	conflict(it.IOThreads != nil && d.IOThreads != nil, domain.Child("ioThreads"))
 	conflict(it.LaunchSecurity != nil && d.LaunchSecurity != nil, domain.Child("launchSecurity"))
 	conflict(len(it.NodeSelector) > 0 && len(spec.NodeSelector) > 0, at.Child("nodeSelector"))
 	conflict(it.SchedulerName != "" && spec.SchedulerName != "", at.Child("schedulerName"))
@@ -128,10 +130,17 @@ func applyInstancetype(it *itv1beta1.VirtualMachineInstancetypeSpec, pref *itv1b
 		d.Resources.Requests[corev1.ResourceMemory] = *req
 	}
 
-	d.Devices.GPUs = append(d.Devices.GPUs, it.GPUs...)
-	d.Devices.HostDevices = append(d.Devices.HostDevices, it.HostDevices...)
+	for i := range it.GPUs {
+		d.Devices.GPUs = append(d.Devices.GPUs, *it.GPUs[i].DeepCopy())
+	}
+	for i := range it.HostDevices {
+		d.Devices.HostDevices = append(d.Devices.HostDevices, *it.HostDevices[i].DeepCopy())
+	}
 	if it.IOThreadsPolicy != nil {
-		d.IOThreadsPolicy = ptrTo(*it.IOThreadsPolicy)
+		d.IOThreadsPolicy = ptr.To(*it.IOThreadsPolicy)
+	}
+	if it.IOThreads != nil {
+		d.IOThreads = it.IOThreads.DeepCopy()
 	}
 	if it.LaunchSecurity != nil {
 		d.LaunchSecurity = it.LaunchSecurity.DeepCopy()
@@ -146,29 +155,75 @@ func applyInstancetype(it *itv1beta1.VirtualMachineInstancetypeSpec, pref *itv1b
 }
 
 // topology spreads the instancetype's guest vCPUs over sockets, cores and threads as the
-// preference says; sockets unless it says otherwise.
+// preference says: sockets by default; spread uses spreadOptions (across, ratio; the deprecated
+// preferSpreadSocketToCoreRatio) when the count divides evenly (SpreadError says when it does not).
 func topology(guest uint32, pref *itv1beta1.VirtualMachinePreferenceSpec) (sockets, cores, threads uint32) {
-	t := itv1beta1.Sockets
-	ratio := uint32(2)
-	if pref != nil {
-		if pref.CPU != nil && pref.CPU.PreferredCPUTopology != nil {
-			t = *pref.CPU.PreferredCPUTopology
-		}
-		if pref.PreferSpreadSocketToCoreRatio != 0 {
-			ratio = pref.PreferSpreadSocketToCoreRatio
-		}
-	}
-	switch t {
+	switch preferredTopology(pref) {
 	case itv1beta1.Cores, itv1beta1.DeprecatedPreferCores:
 		return 1, guest, 1
 	case itv1beta1.Threads, itv1beta1.DeprecatedPreferThreads:
 		return 1, 1, guest
 	case itv1beta1.Spread, itv1beta1.DeprecatedPreferSpread:
-		if guest%ratio == 0 && guest > ratio {
+		across, ratio := spreadOptions(pref)
+		switch {
+		case guest%ratio != 0:
+		case across == itv1beta1.SpreadAcrossCoresThreads:
+			return 1, guest / ratio, ratio
+		case across == itv1beta1.SpreadAcrossSocketsCoresThreads && guest%(2*ratio) == 0:
+			return guest / (2 * ratio), ratio, 2
+		case across == itv1beta1.SpreadAcrossSocketsCores:
 			return guest / ratio, ratio, 1
 		}
 	}
 	return guest, 1, 1
+}
+
+func preferredTopology(pref *itv1beta1.VirtualMachinePreferenceSpec) itv1beta1.PreferredCPUTopology {
+	if pref == nil || pref.CPU == nil || pref.CPU.PreferredCPUTopology == nil {
+		return itv1beta1.Sockets
+	}
+	return *pref.CPU.PreferredCPUTopology
+}
+
+// spreadOptions are the preference's spread settings with KubeVirt's defaults (SocketsCores, 2).
+func spreadOptions(pref *itv1beta1.VirtualMachinePreferenceSpec) (itv1beta1.SpreadAcross, uint32) {
+	across, ratio := itv1beta1.SpreadAcrossSocketsCores, uint32(2)
+	if pref.PreferSpreadSocketToCoreRatio != 0 {
+		ratio = pref.PreferSpreadSocketToCoreRatio
+	}
+	if pref.CPU == nil || pref.CPU.SpreadOptions == nil {
+		return across, ratio
+	}
+	if o := pref.CPU.SpreadOptions; o != nil {
+		if o.Across != nil {
+			across = *o.Across
+		}
+		if o.Ratio != nil && *o.Ratio != 0 {
+			ratio = *o.Ratio
+		}
+	}
+	return across, ratio
+}
+
+// SpreadError says when the instancetype's vCPUs cannot be spread as the preference asks.
+func SpreadError(s Specs, at *field.Path) *field.Error {
+	if s.Instancetype == nil || s.Preference == nil {
+		return nil
+	}
+	switch preferredTopology(s.Preference) {
+	case itv1beta1.Spread, itv1beta1.DeprecatedPreferSpread:
+	default:
+		return nil
+	}
+	across, ratio := spreadOptions(s.Preference)
+	n := ratio
+	if across == itv1beta1.SpreadAcrossSocketsCoresThreads {
+		n = 2 * ratio
+	}
+	if s.Instancetype.CPU.Guest%n == 0 {
+		return nil
+	}
+	return field.Invalid(at, s.Instancetype.CPU.Guest, fmt.Sprintf("the instancetype's vCPUs cannot be spread across %s with ratio %d", across, ratio))
 }
 
 func addMissing(dst, src map[string]string) {
@@ -178,8 +233,6 @@ func addMissing(dst, src map[string]string) {
 		}
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 func ptrQuantity(q resource.Quantity) *resource.Quantity {
 	c := q.DeepCopy()

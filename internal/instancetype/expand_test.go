@@ -130,3 +130,40 @@ func TestRequirements(t *testing.T) {
 		`spec.domain.memory.guest: Invalid value: "256Mi": the preference requires at least 1Gi of guest memory`,
 	}, got)
 }
+
+func TestSpreadAcrossAndRatio(t *testing.T) {
+	for _, tc := range []struct {
+		across                  itv1beta1.SpreadAcross
+		ratio, guest            uint32
+		sockets, cores, threads uint32
+		fits                    bool
+	}{
+		{itv1beta1.SpreadAcrossSocketsCores, 2, 2, 1, 2, 1, true},
+		{itv1beta1.SpreadAcrossSocketsCores, 4, 8, 2, 4, 1, true},
+		{itv1beta1.SpreadAcrossCoresThreads, 2, 8, 1, 4, 2, true},
+		{itv1beta1.SpreadAcrossSocketsCoresThreads, 2, 8, 2, 2, 2, true},
+		{itv1beta1.SpreadAcrossSocketsCores, 2, 3, 3, 1, 1, false},
+	} {
+		it := small()
+		it.CPU.Guest = tc.guest
+		pref := &itv1beta1.VirtualMachinePreferenceSpec{CPU: &itv1beta1.CPUPreferences{
+			PreferredCPUTopology: ptr.To(itv1beta1.Spread),
+			SpreadOptions:        &itv1beta1.SpreadOptions{Across: ptr.To(tc.across), Ratio: ptr.To(tc.ratio)},
+		}}
+		spec := template()
+		Apply(Specs{Instancetype: it, Preference: pref}, spec, map[string]string{})
+		c := spec.Domain.CPU
+		assert.Equal(t, [3]uint32{tc.sockets, tc.cores, tc.threads}, [3]uint32{c.Sockets, c.Cores, c.Threads}, "%s %d/%d", tc.across, tc.guest, tc.ratio)
+		err := SpreadError(Specs{Instancetype: it, Preference: pref}, field.NewPath("spec", "instancetype"))
+		assert.Equal(t, tc.fits, err == nil, "%s %d/%d: %v", tc.across, tc.guest, tc.ratio, err)
+	}
+}
+
+func TestInstancetypeDevicesAreCopies(t *testing.T) {
+	it := small()
+	it.GPUs = []virtv1.GPU{{Name: "g", DeviceName: "nvidia.com/A10", VirtualGPUOptions: &virtv1.VGPUOptions{Display: &virtv1.VGPUDisplayOptions{Enabled: ptr.To(true)}}}}
+	spec := template()
+	Apply(Specs{Instancetype: it}, spec, map[string]string{})
+	*spec.Domain.Devices.GPUs[0].VirtualGPUOptions.Display.Enabled = false
+	assert.True(t, *it.GPUs[0].VirtualGPUOptions.Display.Enabled, "the instancetype's spec is not shared with the instance")
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -32,11 +33,11 @@ func applyPreference(p *itv1beta1.VirtualMachinePreferenceSpec, spec *virtv1.Vir
 		if f.PreferredAcpi != nil && d.Features.ACPI.Enabled == nil {
 			d.Features.ACPI = *f.PreferredAcpi.DeepCopy()
 		}
-		setIfNil(&d.Features.APIC, f.PreferredApic)
-		setIfNil(&d.Features.Hyperv, f.PreferredHyperv)
-		setIfNil(&d.Features.KVM, f.PreferredKvm)
-		setIfNil(&d.Features.Pvspinlock, f.PreferredPvspinlock)
-		setIfNil(&d.Features.SMM, f.PreferredSmm)
+		setCopy(&d.Features.APIC, f.PreferredApic)
+		setCopy(&d.Features.Hyperv, f.PreferredHyperv)
+		setCopy(&d.Features.KVM, f.PreferredKvm)
+		setCopy(&d.Features.Pvspinlock, f.PreferredPvspinlock)
+		setCopy(&d.Features.SMM, f.PreferredSmm)
 	}
 	if fw := p.Firmware; fw != nil {
 		applyFirmwarePreferences(fw, d)
@@ -55,7 +56,7 @@ func applyPreference(p *itv1beta1.VirtualMachinePreferenceSpec, spec *virtv1.Vir
 		spec.Subdomain = *p.PreferredSubdomain
 	}
 	if p.PreferredTerminationGracePeriodSeconds != nil && spec.TerminationGracePeriodSeconds == nil {
-		spec.TerminationGracePeriodSeconds = ptrTo(*p.PreferredTerminationGracePeriodSeconds)
+		spec.TerminationGracePeriodSeconds = ptr.To(*p.PreferredTerminationGracePeriodSeconds)
 	}
 	if p.PreferredArchitecture != nil && spec.Architecture == "" {
 		spec.Architecture = *p.PreferredArchitecture
@@ -72,8 +73,8 @@ func applyDevicePreferences(p *itv1beta1.DevicePreferences, d *virtv1.Devices) {
 	setIfNil(&d.UseVirtioTransitional, p.PreferredUseVirtioTransitional)
 	setIfNil(&d.BlockMultiQueue, p.PreferredBlockMultiQueue)
 	setIfNil(&d.NetworkInterfaceMultiQueue, p.PreferredNetworkInterfaceMultiQueue)
-	setIfNil(&d.Rng, p.PreferredRng)
-	setIfNil(&d.TPM, p.PreferredTPM)
+	setCopy(&d.Rng, p.PreferredRng)
+	setCopy(&d.TPM, p.PreferredTPM)
 	if p.PreferredDisableHotplug != nil && !d.DisableHotplug {
 		d.DisableHotplug = *p.PreferredDisableHotplug
 	}
@@ -89,7 +90,7 @@ func applyDevicePreferences(p *itv1beta1.DevicePreferences, d *virtv1.Devices) {
 		}
 	}
 	for i := range d.GPUs {
-		setIfNil(&d.GPUs[i].VirtualGPUOptions, p.PreferredVirtualGPUOptions)
+		setCopy(&d.GPUs[i].VirtualGPUOptions, p.PreferredVirtualGPUOptions)
 	}
 	for i := range d.Inputs {
 		in := &d.Inputs[i]
@@ -140,7 +141,7 @@ func applyDiskPreferences(p *itv1beta1.DevicePreferences, disk *virtv1.Disk) {
 		disk.IO = p.PreferredDiskIO
 	}
 	setIfNil(&disk.DedicatedIOThread, p.PreferredDiskDedicatedIoThread)
-	setIfNil(&disk.BlockSize, p.PreferredDiskBlockSize)
+	setCopy(&disk.BlockSize, p.PreferredDiskBlockSize)
 }
 
 func hasBinding(i *virtv1.Interface) bool {
@@ -167,7 +168,17 @@ func applyFirmwarePreferences(p *itv1beta1.FirmwarePreferences, d *virtv1.Domain
 	}
 }
 
-// setIfNil sets *dst to a copy of what src points to when *dst is nil.
+// setCopy sets *dst to a deep copy of src when *dst is nil.
+func setCopy[T any, P interface {
+	*T
+	DeepCopy() *T
+}](dst *P, src P) {
+	if *dst == nil && src != nil {
+		*dst = src.DeepCopy()
+	}
+}
+
+// setIfNil sets *dst to a copy of what src points to when *dst is nil (for scalars).
 func setIfNil[T any](dst **T, src *T) {
 	if *dst == nil && src != nil {
 		v := *src

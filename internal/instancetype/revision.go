@@ -18,10 +18,10 @@ import (
 
 // The kinds a VM's matchers may name; an empty kind means the cluster-wide one.
 const (
-	KindInstancetype        = "VirtualMachineInstancetype"
-	KindClusterInstancetype = "VirtualMachineClusterInstancetype"
-	KindPreference          = "VirtualMachinePreference"
-	KindClusterPreference   = "VirtualMachineClusterPreference"
+	KindInstancetype        = itv1beta1.KindInstancetype
+	KindClusterInstancetype = itv1beta1.KindClusterInstancetype
+	KindPreference          = itv1beta1.KindPreference
+	KindClusterPreference   = itv1beta1.KindClusterPreference
 )
 
 // ref is one matcher of a VM, resolved to the object it names.
@@ -52,6 +52,18 @@ func preferenceRef(vm *virtv1.VirtualMachine) *ref {
 		kind = KindClusterPreference
 	}
 	return &ref{kind: kind, name: m.Name, revision: m.RevisionName, path: field.NewPath("spec", "preference")}
+}
+
+// pinned is the revision vm's status records for the object r names ("" when none).
+func (r *ref) pinned(vm *virtv1.VirtualMachine) string {
+	status := vm.Status.InstancetypeRef
+	if r.kind == KindPreference || r.kind == KindClusterPreference {
+		status = vm.Status.PreferenceRef
+	}
+	if status == nil || status.Name != r.name || status.Kind != r.kind || status.ControllerRevisionRef == nil {
+		return ""
+	}
+	return status.ControllerRevisionRef.Name
 }
 
 // object returns an empty object of r's kind.
@@ -102,8 +114,9 @@ func setSpec(s *Specs, obj runtime.Object) {
 	}
 }
 
-// Live reads the instancetype and preference vm names as they are now (admission checks a VM with
-// them before any revision exists). A VM pinned to a revision is read from it.
+// Live reads the instancetype and preference vm uses as admission must check them: the revision it
+// pinned (spec revisionName, else the one its status records for the same object), else the object
+// as it is now (before the first start).
 func Live(ctx context.Context, c client.Reader, vm *virtv1.VirtualMachine) (Specs, error) {
 	var s Specs
 	for _, r := range []*ref{instancetypeRef(vm), preferenceRef(vm)} {
@@ -112,6 +125,16 @@ func Live(ctx context.Context, c client.Reader, vm *virtv1.VirtualMachine) (Spec
 		}
 		var obj runtime.Object
 		var err error
+		if pinned := r.pinned(vm); r.revision == "" && pinned != "" {
+			obj, err = fromRevision(ctx, c, vm.Namespace, &ref{kind: r.kind, name: r.name, revision: pinned, path: r.path})
+			if err == nil {
+				setSpec(&s, obj)
+				continue
+			}
+			if !apierrors.IsNotFound(err) {
+				return Specs{}, err
+			}
+		}
 		if r.revision != "" {
 			obj, err = fromRevision(ctx, c, vm.Namespace, r)
 			if apierrors.IsNotFound(err) {
@@ -145,8 +168,8 @@ func Pin(ctx context.Context, r client.Reader, w client.Writer, vm *virtv1.Virtu
 			status = &vm.Status.PreferenceRef
 		}
 		name := m.revision
-		if cur := *status; name == "" && cur != nil && cur.Name == m.name && cur.Kind == m.kind && cur.ControllerRevisionRef != nil {
-			name = cur.ControllerRevisionRef.Name
+		if name == "" {
+			name = m.pinned(vm)
 		}
 		var obj runtime.Object
 		var err error
@@ -215,6 +238,10 @@ func fromRevision(ctx context.Context, c client.Reader, namespace string, r *ref
 	obj, err := r.object()
 	if err != nil {
 		return nil, err
+	}
+	var held metav1.TypeMeta
+	if err := json.Unmarshal(rev.Data.Raw, &held); err != nil || held.Kind != r.kind {
+		return nil, field.Invalid(r.path.Child("revisionName"), r.revision, fmt.Sprintf("the revision does not hold a %s (it holds %q)", r.kind, held.Kind))
 	}
 	if err := json.Unmarshal(rev.Data.Raw, obj); err != nil {
 		return nil, fmt.Errorf("revision %s does not hold a %s: %w", r.revision, r.kind, err)

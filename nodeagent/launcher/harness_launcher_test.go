@@ -344,8 +344,14 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // waitLog waits until the file at path contains want.
 func waitLog(t *testing.T, timeout time.Duration, path, want string) {
 	t.Helper()
+	var data []byte
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s ends with:\n%q", filepath.Base(path), data[max(0, len(data)-1500):])
+		}
+	}()
 	waitFor(t, timeout, fmt.Sprintf("%q in %s", want, filepath.Base(path)), func() bool {
-		data, _ := os.ReadFile(path)
+		data, _ = os.ReadFile(path)
 		return bytes.Contains(data, []byte(want))
 	})
 }

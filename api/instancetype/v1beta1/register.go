@@ -9,6 +9,14 @@ import (
 // GroupName is the API group of every kind in this package.
 const GroupName = "instancetype.kubevirt.io"
 
+// The kinds of this group, as a VirtualMachine's instancetype and preference matchers name them.
+const (
+	KindInstancetype        = "VirtualMachineInstancetype"
+	KindClusterInstancetype = "VirtualMachineClusterInstancetype"
+	KindPreference          = "VirtualMachinePreference"
+	KindClusterPreference   = "VirtualMachineClusterPreference"
+)
+
 var (
 	// SchemeGroupVersion is the group and version of this package's types.
 	SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1beta1"}

@@ -70,12 +70,14 @@ func HostPrivateDir(kubeletRoot, podUID string) string {
 
 // Device plugin resources the node agent advertises and launcher Pods request.
 const (
+	// DeviceResourcePrefix is the prefix of every resource the node agent advertises.
+	DeviceResourcePrefix = "devices.kubevirt.io/"
 	// KVMResource is /dev/kvm; advertised only where KVM is really usable.
-	KVMResource = "devices.kubevirt.io/kvm"
+	KVMResource = DeviceResourcePrefix + "kvm"
 	// TunResource is /dev/net/tun.
-	TunResource = "devices.kubevirt.io/tun"
+	TunResource = DeviceResourcePrefix + "tun"
 	// VhostNetResource is /dev/vhost-net.
-	VhostNetResource = "devices.kubevirt.io/vhost-net"
+	VhostNetResource = DeviceResourcePrefix + "vhost-net"
 )
 
 // Labels and annotations on launcher Pods.

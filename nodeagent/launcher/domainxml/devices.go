@@ -96,3 +96,29 @@ func chassis(c *virtv1.Chassis) *libvirtxml.DomainSysInfoChassis {
 	}
 	return &libvirtxml.DomainSysInfoChassis{Entry: entries}
 }
+
+// setBootloader picks the firmware: SeaBIOS (the default; useSerial shows its output on the serial
+// console) or OVMF. For EFI libvirt chooses the OVMF build from the firmware descriptors in the
+// launcher image by the features asked for: Secure Boot (KubeVirt's default for efi) means the
+// build with Microsoft's keys enrolled, which needs SMM (setFeatures turns it on); without it the
+// plain build.
+func setBootloader(dom *libvirtxml.Domain, b *virtv1.Bootloader) {
+	switch {
+	case b.EFI != nil:
+		secure := b.EFI.SecureBootEnabled()
+		dom.OS.Firmware = "efi"
+		dom.OS.FirmwareInfo = &libvirtxml.DomainOSFirmwareInfo{Features: []libvirtxml.DomainOSFirmwareFeature{
+			{Name: "enrolled-keys", Enabled: yesNo(secure)},
+			{Name: "secure-boot", Enabled: yesNo(secure)},
+		}}
+	case b.BIOS != nil && b.BIOS.UseSerial != nil && *b.BIOS.UseSerial:
+		dom.OS.BIOS = &libvirtxml.DomainBIOS{UseSerial: "yes"}
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -144,10 +144,10 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	setCPU(dom, spec, in.Emulation)
+	setFeatures(dom, spec, in.Emulation)
 	if err := setOS(dom, spec, in); err != nil {
 		return nil, err
 	}
-	setFeatures(dom, spec.Features, in.Emulation)
 	plan := &Plan{Domain: dom, MemoryBytes: mem}
 	if err := addDisks(plan, vmi, in); err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func setCPU(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
 	dom.CPU = cpu
 }
 
-// setOS sets the machine type, SMBIOS from sysinfo and direct kernel boot.
+// setOS sets the machine type, SMBIOS from sysinfo, the firmware and direct kernel boot.
 func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
 	machine := spec.MachineType()
 	dom.OS = &libvirtxml.DomainOS{
@@ -235,8 +235,8 @@ func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
 		SMBios: &libvirtxml.DomainSMBios{Mode: "sysinfo"},
 	}
 	fw := spec.Firmware
-	if fw != nil && fw.Bootloader != nil && fw.Bootloader.BIOS != nil && fw.Bootloader.BIOS.UseSerial != nil && *fw.Bootloader.BIOS.UseSerial {
-		dom.OS.BIOS = &libvirtxml.DomainBIOS{UseSerial: "yes"}
+	if fw != nil && fw.Bootloader != nil {
+		setBootloader(dom, fw.Bootloader)
 	}
 	if fw == nil || fw.KernelBoot == nil {
 		return nil
@@ -262,9 +262,10 @@ func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
 	return nil
 }
 
-// setFeatures sets ACPI (default on: graceful shutdown needs it), APIC (default on), SMM and, under
-// emulation, the TCG translation-block cache size.
-func setFeatures(dom *libvirtxml.Domain, f *virtv1.Features, emulation bool) {
+// setFeatures sets ACPI (default on: graceful shutdown needs it), APIC (default on), SMM (on for
+// Secure Boot) and, under emulation, the TCG translation-block cache size.
+func setFeatures(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
+	f := spec.Features
 	fl := &libvirtxml.DomainFeatureList{}
 	acpi, apic := true, true
 	if f != nil {
@@ -279,6 +280,9 @@ func setFeatures(dom *libvirtxml.Domain, f *virtv1.Features, emulation bool) {
 			}
 			fl.SMM = &libvirtxml.DomainFeatureSMM{State: state}
 		}
+	}
+	if fw := spec.Firmware; fw != nil && fw.Bootloader != nil && fw.Bootloader.EFI != nil && fw.Bootloader.EFI.SecureBootEnabled() {
+		fl.SMM = &libvirtxml.DomainFeatureSMM{State: "on"} // Secure Boot's firmware needs it
 	}
 	if acpi {
 		fl.ACPI = &libvirtxml.DomainFeature{}

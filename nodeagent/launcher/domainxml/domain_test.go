@@ -83,6 +83,8 @@ func TestGolden(t *testing.T) {
 		{"ports", domainxml.Inputs{Emulation: true}},
 		{"devices-clock", domainxml.Inputs{Emulation: true}},
 		{"timezone", domainxml.Inputs{Emulation: true}},
+		{"efi", domainxml.Inputs{Emulation: true, ContainerDisks: map[string]domainxml.Image{"containerdisk": {Path: privateDir + "/disks/containerdisk/demo.qcow2", Format: "qcow2"}}}},
+		{"efi-secureboot", domainxml.Inputs{Emulation: true, ContainerDisks: map[string]domainxml.Image{"containerdisk": {Path: privateDir + "/disks/containerdisk/demo.qcow2", Format: "qcow2"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

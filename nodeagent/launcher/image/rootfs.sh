@@ -49,6 +49,8 @@ for f in /usr/share/seabios/{bios-256k.bin,bios.bin,vgabios-stdvga.bin,vgabios.b
 	/usr/lib/ipxe/qemu/efi-{virtio,e1000,e1000e,rtl8139,ne2k_pci,pcnet}.rom; do
 	[ -e "$f" ] && put "$f"
 done
+# OVMF (EFI) and the descriptors libvirt picks an OVMF build by (Secure Boot or not).
+for f in /usr/share/OVMF/OVMF_{CODE,VARS}_4M*.fd /usr/share/qemu/firmware/*.json; do put "$f"; done
 mkdir -p "$out/usr/share/qemu/keymaps" && cp -L /usr/share/qemu/keymaps/* "$out/usr/share/qemu/keymaps/"
 mkdir -p "$out/usr/share/libvirt" && cp -rL /usr/share/libvirt/cpu_map "$out/usr/share/libvirt/"
 
