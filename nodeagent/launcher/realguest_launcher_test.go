@@ -242,3 +242,31 @@ func reportMemory(t *testing.T, p *pod, guestBytes int64) {
 		t.Errorf("per-VM overhead %.1f MiB exceeds the 80 MiB goal", float64(overhead)/1024)
 	}
 }
+
+// TestRealGuestHyperVUnderEmulation boots the demo kernel with the Hyper-V enlightenments qemu
+// offers without KVM, the KVM signature hidden and paravirtual spinlocks off: qemu takes them all.
+func TestRealGuestHyperVUnderEmulation(t *testing.T) {
+	guest := demoGuest(t)
+	p := startPod(t, "hyperv")
+	v := vmi("hyperv", 0)
+	kb := filepath.Join(p.private, launcherv1.KernelBootDir)
+	for src, dst := range map[string]string{"vmlinuz": launcherv1.KernelBootKernel, "initramfs.gz": launcherv1.KernelBootInitrd} {
+		if _, err := diskcopy.Copy(filepath.Join(guest, src), filepath.Join(kb, dst)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.Spec.Domain.Firmware.KernelBoot = &virtv1.KernelBoot{KernelArgs: "console=ttyS0", Container: &virtv1.KernelBootContainer{
+		Image: "podvirt/demo-kernel:dev", KernelPath: "/boot/vmlinuz", InitrdPath: "/boot/initramfs.gz"}}
+	on := &virtv1.FeatureState{}
+	v.Spec.Domain.Features = &virtv1.Features{
+		Hyperv: &virtv1.FeatureHyperv{Relaxed: on, VAPIC: on, Spinlocks: &virtv1.FeatureSpinlocks{}, Runtime: on, Reset: on, Frequencies: on,
+			VendorID: &virtv1.FeatureVendorID{VendorID: "PodvirtHV"}},
+		KVM:        &virtv1.FeatureKVM{Hidden: true},
+		Pvspinlock: &virtv1.FeatureState{Enabled: new(bool)},
+	}
+	p.sync(v)
+	waitLog(t, 90*time.Second, filepath.Join(p.private, launcherv1.SerialLog), "booted")
+	if hv := p.liveDomain().Features.HyperV; hv == nil || hv.VendorId == nil || hv.VendorId.Value != "PodvirtHV" {
+		t.Errorf("the running domain lacks the enlightenments: %+v", hv)
+	}
+}

@@ -144,7 +144,9 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	setCPU(dom, spec, in.Emulation)
-	setFeatures(dom, spec, in.Emulation)
+	if err := setFeatures(dom, spec, in.Emulation); err != nil {
+		return nil, err
+	}
 	if err := setOS(dom, spec, in); err != nil {
 		return nil, err
 	}
@@ -263,8 +265,9 @@ func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
 }
 
 // setFeatures sets ACPI (default on: graceful shutdown needs it), APIC (default on), SMM (on for
-// Secure Boot) and, under emulation, the TCG translation-block cache size.
-func setFeatures(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
+// Secure Boot), the Hyper-V enlightenments, KVM signature and paravirtual spinlocks, and, under
+// emulation, the TCG translation-block cache size.
+func setFeatures(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) error {
 	f := spec.Features
 	fl := &libvirtxml.DomainFeatureList{}
 	acpi, apic := true, true
@@ -294,6 +297,7 @@ func setFeatures(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool
 		fl.TCG = &libvirtxml.DomainFeatureTCG{TBCache: &libvirtxml.DomainFeatureTCGTBCache{Unit: "MiB", Size: TBCacheMiB}}
 	}
 	dom.Features = fl
+	return setHyperV(fl, f, emulation)
 }
 
 func enabled(s *virtv1.FeatureState, def bool) bool {

@@ -83,6 +83,7 @@ func TestGolden(t *testing.T) {
 		{"ports", domainxml.Inputs{Emulation: true}},
 		{"devices-clock", domainxml.Inputs{Emulation: true}},
 		{"timezone", domainxml.Inputs{Emulation: true}},
+		{"hyperv", domainxml.Inputs{}},
 		{"efi", domainxml.Inputs{Emulation: true, ContainerDisks: map[string]domainxml.Image{"containerdisk": {Path: privateDir + "/disks/containerdisk/demo.qcow2", Format: "qcow2"}}}},
 		{"efi-secureboot", domainxml.Inputs{Emulation: true, ContainerDisks: map[string]domainxml.Image{"containerdisk": {Path: privateDir + "/disks/containerdisk/demo.qcow2", Format: "qcow2"}}}},
 	}
@@ -256,5 +257,23 @@ func TestBareInstanceUsesItsUID(t *testing.T) {
 	}
 	if plan.Domain.UUID != "0f5d1b1e-8f2c-4c43-9b8e-1d2c3b4a5f60" {
 		t.Fatalf("domain UUID %q is not the instance's UID", plan.Domain.UUID)
+	}
+}
+
+// Under emulation the enlightenments that need KVM fail the build naming the field; the others map.
+func TestHyperVUnderEmulation(t *testing.T) {
+	vmi := loadVMI(t, "hyperv")
+	_, err := domainxml.Build(vmi, domainxml.Inputs{Emulation: true})
+	if err == nil || !strings.HasPrefix(err.Error(), "spec.domain.features.hyperv.vpindex: needs KVM") {
+		t.Fatalf("want the vpindex refusal, got %v", err)
+	}
+	h := vmi.Spec.Domain.Features.Hyperv
+	h.VPIndex, h.SyNIC, h.SyNICTimer, h.Reenlightenment, h.TLBFlush, h.IPI = nil, nil, nil, nil, nil, nil
+	plan, err := domainxml.Build(vmi, domainxml.Inputs{Emulation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hv := plan.Domain.Features.HyperV; hv == nil || hv.Relaxed == nil || hv.Spinlocks.Retries != 8191 || hv.VendorId.Value != "KVMKVMKVM" {
+		t.Errorf("hyperv under emulation: %+v", hv)
 	}
 }
