@@ -84,6 +84,8 @@ type Reconciler struct {
 	Triggers <-chan event.GenericEvent
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (mounted there).
+	HostDiskDir string
 
 	sockets *socketWatch
 }
@@ -207,7 +209,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return r.launcherDown(s, err)
 	}
 	if st.State == launcherv1.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
-		if st, err = r.sync(ctx, s); err != nil {
+		if err = prepareHostDisks(r.HostDiskDir, s.vmi); err == nil {
+			st, err = r.sync(ctx, s)
+		}
+		if err != nil {
 			if disksPending(err) { // the launcher waited a few seconds: ask again shortly
 				s.obs.disksPending, s.soon = true, true
 				return nil

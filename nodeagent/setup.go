@@ -47,6 +47,8 @@ type Config struct {
 	SubresourceTLS *tls.Config
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (--host-disk-dir).
+	HostDiskDir string
 }
 
 // Validate reports the first missing or invalid setting, naming its flag.
@@ -107,6 +109,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		Reconciler: &Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
 			Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Triggers: triggers, Clock: cfg.Clock,
+			HostDiskDir: cfg.HostDiskDir,
 		},
 		Heartbeat: &Heartbeat{
 			Client: mgr.GetClient(), Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,

@@ -189,10 +189,12 @@ func setDisksPending(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now me
 	}
 }
 
-// permanentSyncError: the launcher refused the instance itself (400 Bad Request).
+// permanentSyncError: the launcher refused the instance itself (400 Bad Request), or a host disk
+// cannot be provided.
 func permanentSyncError(err error) bool {
 	var lerr *launcherclient.Error
-	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest
+	var herr *hostDiskError
+	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest || errors.As(err, &herr)
 }
 
 func setReady(vmi *virtv1.VirtualMachineInstance, status metav1.ConditionStatus, reason, message string) {

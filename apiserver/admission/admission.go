@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"path"
 	"reflect"
 	"strings"
 
@@ -96,6 +97,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, fld *field.Pa
 		errs = append(errs, field.Invalid(fld.Child("architecture"), a, NotSupported+": the nodes are "+virtv1.DefaultArchitecture))
 	}
 	errs = append(errs, validateDeviceNames(spec, domain.Child("devices"))...)
+	errs = append(errs, validateHostDisks(spec, fld.Child("volumes"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
@@ -124,6 +126,26 @@ func validateDeviceNames(spec *virtv1.VirtualMachineInstanceSpec, devices *field
 	}
 	for i, h := range spec.Domain.Devices.HostDevices {
 		check(devices.Child("hostDevices").Index(i).Child("deviceName"), h.DeviceName)
+	}
+	return errs
+}
+
+// validateHostDisks keeps every hostDisk image under launcherv1.HostDiskRoot on the node (the only
+// place the node agent creates files and hands them to the launcher) and sized when created.
+func validateHostDisks(spec *virtv1.VirtualMachineInstanceSpec, volumes *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range spec.Volumes {
+		hd := v.HostDisk
+		if hd == nil {
+			continue
+		}
+		p := volumes.Index(i).Child("hostDisk")
+		if clean := path.Clean(hd.Path); clean != hd.Path || !strings.HasPrefix(clean, launcherv1.HostDiskRoot+"/") {
+			errs = append(errs, field.Invalid(p.Child("path"), hd.Path, "must be a clean absolute path under "+launcherv1.HostDiskRoot+" (the node directory Podvirt keeps host disks in)"))
+		}
+		if hd.Type == virtv1.HostDiskExistsOrCreate && hd.Capacity.Sign() <= 0 {
+			errs = append(errs, field.Required(p.Child("capacity"), "DiskOrCreate needs the size of the image to create"))
+		}
 	}
 	return errs
 }

@@ -44,6 +44,12 @@ func TestValidateInstanceSpec(t *testing.T) {
 			s.Domain.Devices.Disks = []virtv1.Disk{{Name: "ok", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusSATA}}, {Name: "bad", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusVirtio}}}
 		}, "spec.domain.devices.disks[1].cdrom.bus"},
 		{"another architecture", func(s *virtv1.VirtualMachineInstanceSpec) { s.Architecture = "riscv64" }, "spec.architecture"},
+		{"host disk elsewhere", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Volumes = []virtv1.Volume{{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/../../../etc/shadow", Type: virtv1.HostDiskExists}}}}
+		}, "spec.volumes[0].hostDisk.path"},
+		{"host disk without capacity", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Volumes = []virtv1.Volume{{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/a.img", Type: virtv1.HostDiskExistsOrCreate}}}}
+		}, "spec.volumes[0].hostDisk.capacity"},
 		{"device name not a resource", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Devices.GPUs = []virtv1.GPU{{Name: "ok", DeviceName: "nvidia.com/A10"}, {Name: "bad", DeviceName: "A10"}}
 		}, "spec.domain.devices.gpus[1].deviceName"},

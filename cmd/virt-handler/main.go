@@ -45,6 +45,7 @@ type options struct {
 	metricsAddr, probeAddr       string
 	pollInterval                 time.Duration
 	zap                          zap.Options
+	hostDiskDir                  string
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
@@ -66,6 +67,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8187", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
+	fs.StringVar(&o.hostDiskDir, "host-disk-dir", launcherv1.HostDiskRoot, "where the node's "+launcherv1.HostDiskRoot+" (hostDisk images) is mounted in the agent")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -100,7 +102,7 @@ func run(args []string) error {
 
 	cfg := nodeagent.Config{
 		NodeName: o.nodeName, PodName: o.podName, Namespace: o.namespace, Accel: decision,
-		Dial: nodeagent.KubeletDialer(o.kubeletRoot), PollInterval: o.pollInterval,
+		Dial: nodeagent.KubeletDialer(o.kubeletRoot), PollInterval: o.pollInterval, HostDiskDir: o.hostDiskDir,
 		HeartbeatInterval: heartbeat.RenewInterval, SubresourceAddr: o.listen,
 	}
 	if err := cfg.Validate(); err != nil {

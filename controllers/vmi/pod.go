@@ -161,6 +161,12 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 				volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
 				mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.SecretMountRoot, ref.Name), ReadOnly: true})
 			}
+		case v.HostDisk != nil:
+			volName := fmt.Sprintf("volume%d-hostdisk", i)
+			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: path.Dir(path.Clean(v.HostDisk.Path)), Type: ptr.To(corev1.HostPathDirectoryOrCreate)},
+			}})
+			mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.HostDiskMountRoot, v.Name)})
 		default:
 			claim, readOnly, ok := v.Claim()
 			if !ok {

@@ -79,6 +79,9 @@ func TestRenderPodGolden(t *testing.T) {
 	devices.Spec.Domain.Devices.GPUs = []virtv1.GPU{{Name: "gpu1", DeviceName: "nvidia.com/GA102GL_A10"}}
 	devices.Spec.Domain.Devices.HostDevices = []virtv1.HostDevice{{Name: "nic1", DeviceName: "intel.com/qat"}, {Name: "nic2", DeviceName: "intel.com/qat"}}
 	devices.Spec.Domain.Devices.LogSerialConsole = ptr.To(false)
+	devices.Spec.Volumes = append(devices.Spec.Volumes, virtv1.Volume{Name: "scratch", VolumeSource: virtv1.VolumeSource{
+		HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/vm-cirros/scratch.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("1Gi")}}})
+	devices.Spec.Domain.Devices.Disks = append(devices.Spec.Domain.Devices.Disks, virtv1.Disk{Name: "scratch"})
 	devices.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 		MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/vm": "vm-cirros"}},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"io"
 	"os"
 	"os/exec"
@@ -80,9 +81,11 @@ var sysctls = map[string]string{
 	"net/bridge/bridge-nf-call-ip6tables": "1",
 }
 
-// hostPathsWritten are host paths the kubelet and containerd write whatever their configuration.
+// hostPathsWritten are host paths the kubelet and containerd write whatever their configuration,
+// and the parent of the node agent's hostDisk directory (launcherv1.HostDiskRoot).
 func (c Config) hostPathsWritten() []string {
-	return []string{c.KubeletRootDir, "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/netns", "/run/containerd"}
+	return []string{c.KubeletRootDir, "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/netns", "/run/containerd",
+		filepath.Dir(launcherv1.HostDiskRoot)}
 }
 
 func (c Config) hostRecordPath() string { return c.path("host.json") }

@@ -184,6 +184,10 @@ func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan 
 			err = createSparse(f.Path, f.Size, true)
 		case domainxml.FilePVCImage:
 			err = ensurePVCImage(f.Path)
+		case domainxml.FileHostDisk:
+			if _, err = os.Stat(f.Path); err != nil {
+				err = fmt.Errorf("host disk image: %w", err)
+			}
 		case domainxml.FileNoCloud:
 			err = createSeed(vmi, f, cfg.SecretsDir)
 		default:

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/tests/framework"
 )
@@ -220,5 +221,21 @@ func TestEFIBootOfTheDemoGuest(t *testing.T) {
 	consoleContains(t, f, vmi, "booted")
 	if console := f.PodLogs(vmi.Status.LauncherPod, "guest-console-log"); !strings.Contains(console, "efi: EFI v") {
 		t.Errorf("the kernel did not start under EFI; console:\n%s", tail(console, 30))
+	}
+}
+
+// A hostDisk image (DiskOrCreate) is created on the node, and what the guest writes on it is there
+// after a stop and a start.
+func TestHostDiskKeepsDataAcrossStopStart(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	// The local cluster's node is this machine: the image lands in its host disk directory.
+	dir := filepath.Join(launcherv1.HostDiskRoot, f.Namespace)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	diskKeepsDataAcrossStopStart(t, f, "hostdisk", virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{
+		Path: filepath.Join(dir, "data.img"), Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("64Mi"),
+	}})
+	if fi, err := os.Stat(filepath.Join(dir, "data.img")); err != nil || fi.Size() != 64<<20 {
+		t.Errorf("the image on the node: %v, %v", fi, err)
 	}
 }

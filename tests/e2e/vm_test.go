@@ -239,23 +239,30 @@ func TestPVCDiskKeepsDataAcrossStopStart(t *testing.T) {
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
 		},
 	})
-	vm := demoVM(f.Namespace, "keeper", virtv1.RunStrategyAlways, 30, pvcUserData)
+	diskKeepsDataAcrossStopStart(t, f, "keeper", virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}})
+}
+
+// diskKeepsDataAcrossStopStart runs a VM whose data disk comes from source: its first boot writes a
+// file there, and after a stop and a start the file is read back unchanged.
+func diskKeepsDataAcrossStopStart(t *testing.T, f *framework.Framework, name string, source virtv1.VolumeSource) {
+	t.Helper()
+	vm := demoVM(f.Namespace, name, virtv1.RunStrategyAlways, 30, pvcUserData)
 	spec := &vm.Spec.Template.Spec
 	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, virtv1.Disk{Name: "data", Serial: "data", Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}})
-	spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: "data", VolumeSource: virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+	spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: "data", VolumeSource: source})
 	f.Create(vm)
 
-	first := waitRunning(t, f, "keeper", "")
+	first := waitRunning(t, f, name, "")
 	consoleContains(t, f, first, "data-sha256: ")
 	written := shaLine.FindStringSubmatch(f.PodLogs(first.Status.LauncherPod, launcherv1.ConsoleLogContainer))
 	if written == nil || !strings.Contains(f.PodLogs(first.Status.LauncherPod, launcherv1.ConsoleLogContainer), "data-disk: written") {
 		t.Fatalf("first boot did not write the data disk")
 	}
 
-	setRunStrategy(t, f, "keeper", virtv1.RunStrategyHalted)
-	waitGone(t, f, "keeper", 2*time.Minute)
-	setRunStrategy(t, f, "keeper", virtv1.RunStrategyAlways)
-	second := waitRunning(t, f, "keeper", string(first.UID))
+	setRunStrategy(t, f, name, virtv1.RunStrategyHalted)
+	waitGone(t, f, name, 2*time.Minute)
+	setRunStrategy(t, f, name, virtv1.RunStrategyAlways)
+	second := waitRunning(t, f, name, string(first.UID))
 	consoleContains(t, f, second, "data-sha256: ")
 	logs := f.PodLogs(second.Status.LauncherPod, launcherv1.ConsoleLogContainer)
 	read := shaLine.FindStringSubmatch(logs)

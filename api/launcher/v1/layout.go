@@ -56,6 +56,14 @@ const (
 	// the launcher keeps the guest's disk image there as disk.img (created sparse if absent).
 	PVCMountRoot = "/var/run/podvirt/pvc"
 
+	// HostDiskMountRoot is where the node directory of each hostDisk volume is mounted
+	// (HostDiskMountRoot/<volume name>/, the image file keeps its name); the node agent creates
+	// and hands the file to LauncherUID before the launcher starts the guest.
+	HostDiskMountRoot = "/var/run/podvirt/hostdisks"
+	// HostDiskRoot is the node directory hostDisk paths must be under: the node agent manages
+	// files there and nowhere else.
+	HostDiskRoot = "/var/lib/podvirt/hostdisks"
+
 	// SecretMountRoot is where the Secrets a VMI's cloudInitNoCloud volumes refer to (secretRef,
 	// networkDataSecretRef) are mounted read-only in the compute container: SecretMountRoot/<secret
 	// name>/<key>, one file per key (an ordinary secret volume).

@@ -158,6 +158,9 @@ func diskSource(plan *Plan, disk *libvirtxml.DomainDisk, vol *virtv1.Volume, in 
 		if _, readOnly, _ := vol.Claim(); readOnly {
 			disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 		}
+	case vol.HostDisk != nil:
+		path, format = filepath.Join(in.HostDiskRoot, vol.Name, filepath.Base(filepath.Clean(vol.HostDisk.Path))), "raw"
+		plan.Files = append(plan.Files, File{Kind: FileHostDisk, Path: path, Volume: vol.Name})
 	case vol.EmptyDisk != nil:
 		size := vol.EmptyDisk.Capacity.Value()
 		if size <= 0 {
@@ -170,7 +173,7 @@ func diskSource(plan *Plan, disk *libvirtxml.DomainDisk, vol *virtv1.Volume, in 
 		plan.Files = append(plan.Files, File{Kind: FileNoCloud, Path: path, Volume: vol.Name})
 		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 	default:
-		return fmt.Errorf("%s: no volume source set (containerDisk, persistentVolumeClaim, dataVolume, emptyDisk or cloudInitNoCloud)", field)
+		return fmt.Errorf("%s: no volume source set (containerDisk, persistentVolumeClaim, dataVolume, hostDisk, emptyDisk or cloudInitNoCloud)", field)
 	}
 	disk.Driver.Type = format
 	disk.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: path}}

@@ -27,6 +27,8 @@ type Inputs struct {
 	PrivateDir string
 	// PVCRoot is launcherv1.PVCMountRoot in a Pod.
 	PVCRoot string
+	// HostDiskRoot is launcherv1.HostDiskMountRoot in a Pod.
+	HostDiskRoot string
 	// ContainerDisks maps a containerDisk volume's name to the image its disk container copied.
 	ContainerDisks map[string]Image
 	// Kernel and Initrd are the kernelBoot files copied into PrivateDir/kernelboot (Initrd may be empty).
@@ -51,6 +53,9 @@ const (
 	// FilePVCImage is a raw image on a PVC: kept when it exists, else created sparse with the size of
 	// the filesystem it lives on (KubeVirt's filesystem-PVC convention).
 	FilePVCImage FileKind = "pvc-image"
+	// FileHostDisk is a hostDisk image the node agent created or checked before the sync; the
+	// launcher only checks it is there.
+	FileHostDisk FileKind = "host-disk"
 	// FileNoCloud is a cloud-init NoCloud seed ISO built from the volume named Volume.
 	FileNoCloud FileKind = "nocloud"
 )
@@ -112,6 +117,9 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	}
 	if in.PVCRoot == "" {
 		in.PVCRoot = launcherv1.PVCMountRoot
+	}
+	if in.HostDiskRoot == "" {
+		in.HostDiskRoot = launcherv1.HostDiskMountRoot
 	}
 	spec := &vmi.Spec.Domain
 	if len(spec.Devices.GPUs) > 0 {

@@ -1,0 +1,53 @@
+package nodeagent
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+func hostDiskVMI(disks ...virtv1.HostDisk) *virtv1.VirtualMachineInstance {
+	vmi := &virtv1.VirtualMachineInstance{}
+	for i := range disks {
+		vmi.Spec.Volumes = append(vmi.Spec.Volumes, virtv1.Volume{Name: "d", VolumeSource: virtv1.VolumeSource{HostDisk: &disks[i]}})
+	}
+	return vmi
+}
+
+func TestPrepareHostDisks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("prepareHostDisks hands files to the launcher's user: run as root, as the node agent does (make test does)")
+	}
+	dir := t.TempDir()
+	created := virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/data.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("16Mi")}
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created)))
+	fi, err := os.Stat(filepath.Join(dir, "vm1", "data.img"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(16<<20), fi.Size())
+	assert.Zero(t, fi.Sys().(*syscall.Stat_t).Blocks, "sparse")
+	assert.EqualValues(t, launcherv1.LauncherUID, fi.Sys().(*syscall.Stat_t).Uid)
+
+	// An existing image is kept as it is (its data survives the instance).
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vm1", "data.img"), []byte("kept"), 0o600))
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created, virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/data.img", Type: virtv1.HostDiskExists})))
+	data, err := os.ReadFile(filepath.Join(dir, "vm1", "data.img"))
+	require.NoError(t, err)
+	assert.Equal(t, "kept", string(data))
+
+	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/missing.img", Type: virtv1.HostDiskExists}))
+	var herr *hostDiskError
+	require.ErrorAs(t, err, &herr)
+	assert.Equal(t, "spec.volumes[0].hostDisk.path: /var/lib/podvirt/hostdisks/missing.img does not exist on the node (type Disk; DiskOrCreate creates it)", err.Error())
+	assert.True(t, permanentSyncError(err), "the instance fails")
+
+	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: "/etc/shadow", Type: virtv1.HostDiskExists}))
+	require.ErrorAs(t, err, &herr, "never outside the host disk directory, whatever admission let through")
+}
