@@ -97,7 +97,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, fld *field.Pa
 		errs = append(errs, field.Invalid(fld.Child("architecture"), a, NotSupported+": the nodes are "+virtv1.DefaultArchitecture))
 	}
 	errs = append(errs, validateDeviceNames(spec, domain.Child("devices"))...)
-	errs = append(errs, validateHostDisks(spec, fld.Child("volumes"))...)
+	errs = append(errs, validateVolumes(spec, fld.Child("volumes"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
@@ -130,11 +130,18 @@ func validateDeviceNames(spec *virtv1.VirtualMachineInstanceSpec, devices *field
 	return errs
 }
 
-// validateHostDisks keeps every hostDisk image under launcherv1.HostDiskRoot on the node (the only
-// place the node agent creates files and hands them to the launcher) and sized when created.
-func validateHostDisks(spec *virtv1.VirtualMachineInstanceSpec, volumes *field.Path) field.ErrorList {
+// validateVolumes allows one serviceAccount volume, and keeps every hostDisk image under
+// launcherv1.HostDiskRoot on the node (the only place the node agent creates files and hands them to
+// the launcher) and sized when created.
+func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, volumes *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	accounts := 0
 	for i, v := range spec.Volumes {
+		if v.ServiceAccount != nil {
+			if accounts++; accounts > 1 {
+				errs = append(errs, field.Forbidden(volumes.Index(i).Child("serviceAccount"), "an instance may have one serviceAccount volume (its launcher Pod runs as that ServiceAccount)"))
+			}
+		}
 		hd := v.HostDisk
 		if hd == nil {
 			continue

@@ -100,6 +100,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			DNSConfig:                     vmi.Spec.DNSConfig,
 			SecurityContext:               podSecurity(cfg),
 			ImagePullSecrets:              pullSecrets(vmi),
+			ServiceAccountName:            serviceAccount(vmi),
 			InitContainers:                inits,
 			Containers:                    containers,
 			Volumes:                       volumes,
@@ -161,6 +162,10 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 				volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
 				mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.SecretMountRoot, ref.Name), ReadOnly: true})
 			}
+		case v.ConfigMap != nil || v.Secret != nil || v.ServiceAccount != nil || v.DownwardAPI != nil:
+			volName := fmt.Sprintf("volume%d-config", i)
+			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: configDiskSource(&v)})
+			mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.ConfigDiskMountRoot, v.Name), ReadOnly: true})
 		case v.HostDisk != nil:
 			volName := fmt.Sprintf("volume%d-hostdisk", i)
 			volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
@@ -314,6 +319,35 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 		lim = nil
 	}
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
+}
+
+// configDiskSource is the Pod volume whose files a configMap, secret, serviceAccount or downwardAPI
+// volume presents to the guest (the launcher makes an ISO disk of them). A ServiceAccount's are
+// its token (the Pod runs as it), the cluster's CA and the namespace, as a Pod would see them.
+func configDiskSource(v *virtv1.Volume) corev1.VolumeSource {
+	switch {
+	case v.ConfigMap != nil:
+		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: v.ConfigMap.LocalObjectReference, Optional: v.ConfigMap.Optional}}
+	case v.Secret != nil:
+		return corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName, Optional: v.Secret.Optional}}
+	case v.DownwardAPI != nil:
+		return corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: v.DownwardAPI.Fields}}
+	}
+	return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+	}}}
+}
+
+// serviceAccount is the ServiceAccount a serviceAccount volume names (the launcher Pod runs as it).
+func serviceAccount(vmi *virtv1.VirtualMachineInstance) string {
+	for _, v := range vmi.Spec.Volumes {
+		if v.ServiceAccount != nil {
+			return v.ServiceAccount.ServiceAccountName
+		}
+	}
+	return ""
 }
 
 // pullSecrets are the Secrets the containerDisk and kernelBoot images name, each once.

@@ -81,7 +81,10 @@ func TestRenderPodGolden(t *testing.T) {
 	devices.Spec.Domain.Devices.LogSerialConsole = ptr.To(false)
 	devices.Spec.Volumes = append(devices.Spec.Volumes, virtv1.Volume{Name: "scratch", VolumeSource: virtv1.VolumeSource{
 		HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/vm-cirros/scratch.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("1Gi")}}})
-	devices.Spec.Domain.Devices.Disks = append(devices.Spec.Domain.Devices.Disks, virtv1.Disk{Name: "scratch"})
+	devices.Spec.Domain.Devices.Disks = append(devices.Spec.Domain.Devices.Disks, virtv1.Disk{Name: "scratch"}, virtv1.Disk{Name: "app-config"}, virtv1.Disk{Name: "token"})
+	devices.Spec.Volumes = append(devices.Spec.Volumes,
+		virtv1.Volume{Name: "app-config", VolumeSource: virtv1.VolumeSource{ConfigMap: &virtv1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},
+		virtv1.Volume{Name: "token", VolumeSource: virtv1.VolumeSource{ServiceAccount: &virtv1.ServiceAccountVolumeSource{ServiceAccountName: "builder"}}})
 	devices.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 		MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/vm": "vm-cirros"}},

@@ -18,6 +18,7 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/launcher/cloudinit"
 	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
+	"github.com/podvirt/podvirt/nodeagent/launcher/isoimage"
 )
 
 // qcow2Magic starts every qcow2 image ("QFI\xfb").
@@ -184,6 +185,11 @@ func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan 
 			err = createSparse(f.Path, f.Size, true)
 		case domainxml.FilePVCImage:
 			err = ensurePVCImage(f.Path)
+		case domainxml.FileConfigISO:
+			var files []isoimage.File
+			if files, err = isoimage.FromDir(f.Source); err == nil {
+				err = isoimage.Write(f.Path, f.Label, files)
+			}
 		case domainxml.FileHostDisk:
 			if _, err = os.Stat(f.Path); err != nil {
 				err = fmt.Errorf("host disk image: %w", err)

@@ -239,3 +239,39 @@ func TestHostDiskKeepsDataAcrossStopStart(t *testing.T) {
 		t.Errorf("the image on the node: %v, %v", fi, err)
 	}
 }
+
+// configDisksUserData mounts every disk with a serial at /mnt/<serial> and prints what the
+// ConfigMap, Secret and ServiceAccount disks hold.
+const configDisksUserData = `#!/bin/sh
+for b in /sys/block/vd*; do s=$(cat $b/serial 2>/dev/null); [ -n "$s" ] && mkdir -p /mnt/$s && mount -t iso9660 -o ro /dev/${b##*/} /mnt/$s; done
+echo "cfg: $(cat /mnt/cfg/greeting)"
+echo "sec: $(cat /mnt/sec/password)"
+echo "sa: $(cat /mnt/sa/namespace) $(head -c 3 /mnt/sa/token)"
+`
+
+// ConfigMap, Secret and ServiceAccount volumes reach the guest as disks holding their files.
+func TestConfigMapSecretAndServiceAccountDisks(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	f.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"greeting": "hello from a ConfigMap"}})
+	f.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app"}, StringData: map[string]string{"password": "s3cret"}})
+	vm := demoVM(f.Namespace, "configdisks", virtv1.RunStrategyAlways, 0, configDisksUserData)
+	spec := &vm.Spec.Template.Spec
+	for serial, src := range map[string]virtv1.VolumeSource{
+		"cfg": {ConfigMap: &virtv1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}},
+		"sec": {Secret: &virtv1.SecretVolumeSource{SecretName: "app"}},
+		"sa":  {ServiceAccount: &virtv1.ServiceAccountVolumeSource{ServiceAccountName: "default"}},
+	} {
+		spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, virtv1.Disk{Name: serial, Serial: serial, Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}})
+		spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: serial, VolumeSource: src})
+	}
+	f.Create(vm)
+	vmi := waitRunning(t, f, "configdisks", "")
+	consoleContains(t, f, vmi, "user-data exited with status 0")
+	console := f.PodLogs(vmi.Status.LauncherPod, launcherv1.ConsoleLogContainer)
+	for _, want := range []string{"cfg: hello from a ConfigMap", "sec: s3cret", "sa: " + f.Namespace + " eyJ"} {
+		if !strings.Contains(console, want) {
+			t.Errorf("%q not on the console:\n%s", want, tail(console, 20))
+		}
+	}
+}

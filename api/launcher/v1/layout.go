@@ -59,10 +59,14 @@ const (
 	// HostDiskMountRoot is where the node directory of each hostDisk volume is mounted
 	// (HostDiskMountRoot/<volume name>/, the image file keeps its name); the node agent creates
 	// and hands the file to LauncherUID before the launcher starts the guest.
-	HostDiskMountRoot = "/var/run/podvirt/hostdisks"
+	HostDiskMountRoot = "/var/run/podvirt-hostdisks"
 	// HostDiskRoot is the node directory hostDisk paths must be under: the node agent manages
 	// files there and nowhere else.
 	HostDiskRoot = "/var/lib/podvirt/hostdisks"
+
+	// ConfigDiskMountRoot is where the configMap, secret, serviceAccount and downwardAPI volumes of
+	// a VMI are mounted (ConfigDiskMountRoot/<volume name>/); the launcher makes each an ISO disk.
+	ConfigDiskMountRoot = "/var/run/podvirt-configdisks"
 
 	// SecretMountRoot is where the Secrets a VMI's cloudInitNoCloud volumes refer to (secretRef,
 	// networkDataSecretRef) are mounted read-only in the compute container: SecretMountRoot/<secret

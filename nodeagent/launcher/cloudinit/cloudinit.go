@@ -1,28 +1,21 @@
-// Package cloudinit builds cloud-init NoCloud seeds: an ISO9660 image labelled "cidata" holding
-// user-data, meta-data (instance-id and local-hostname) and, when given, network-config. It is pure Go
-// (github.com/diskfs/go-diskfs writes the image, with Rock Ridge names so the guest sees "user-data",
-// not ISO9660's mangled "USER_DAT.;1").
+// Package cloudinit builds cloud-init NoCloud seeds: an ISO9660 image (package isoimage) labelled
+// "cidata" holding user-data, meta-data (instance-id and local-hostname) and, when given,
+// network-config.
 package cloudinit
 
 import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
-	"github.com/diskfs/go-diskfs/backend/file"
-	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	corev1 "k8s.io/api/core/v1"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/nodeagent/launcher/isoimage"
 )
 
 // VolumeLabel is the label cloud-init's NoCloud datasource looks for.
 const VolumeLabel = "cidata"
-
-// MinSize is the smallest seed image written (the rest is a sparse pad).
-const MinSize = 1 << 20
 
 // File names in the seed.
 const (
@@ -111,68 +104,14 @@ func (s Seed) MetaData() []byte {
 	return []byte(fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", s.InstanceID, s.Hostname))
 }
 
-// WriteISO writes seed as a NoCloud ISO to path (replacing it). The image is built in a temporary
-// directory next to path.
-func WriteISO(path string, seed Seed) (err error) {
+// WriteISO writes seed as a NoCloud ISO to path (replacing it).
+func WriteISO(path string, seed Seed) error {
 	if seed.InstanceID == "" {
 		return errors.New("seed: instance-id is empty")
 	}
-	dir := filepath.Dir(path)
-	work, err := os.MkdirTemp(dir, ".nocloud-")
-	if err != nil {
-		return fmt.Errorf("create iso workspace: %w", err)
-	}
-	defer func() {
-		if rerr := os.RemoveAll(work); rerr != nil && err == nil {
-			err = fmt.Errorf("remove iso workspace: %w", rerr)
-		}
-	}()
-	tmp := filepath.Join(work, "seed.iso")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create iso: %w", err)
-	}
-	defer f.Close()
-	staging := filepath.Join(work, "staging")
-	if err := os.Mkdir(staging, 0o755); err != nil { // Rock Ridge records the mode: keep it readable
-		return fmt.Errorf("create iso staging dir: %w", err)
-	}
-	fs, err := iso9660.Create(file.New(f, false), 0, 0, 2048, staging)
-	if err != nil {
-		return fmt.Errorf("create iso filesystem: %w", err)
-	}
-	files := []struct {
-		name string
-		data []byte
-	}{{UserDataFile, seed.UserData}, {MetaDataFile, seed.MetaData()}}
+	files := []isoimage.File{{Name: UserDataFile, Data: seed.UserData}, {Name: MetaDataFile, Data: seed.MetaData()}}
 	if seed.NetworkData != nil {
-		files = append(files, struct {
-			name string
-			data []byte
-		}{NetworkConfigFile, seed.NetworkData})
+		files = append(files, isoimage.File{Name: NetworkConfigFile, Data: seed.NetworkData})
 	}
-	for _, sf := range files {
-		if err := os.WriteFile(filepath.Join(staging, sf.name), sf.data, 0o644); err != nil {
-			return fmt.Errorf("stage %s: %w", sf.name, err)
-		}
-	}
-	if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: VolumeLabel}); err != nil {
-		return fmt.Errorf("write iso: %w", err)
-	}
-	// Pad (sparsely) as genisoimage does: busybox's volume_id, which small guests' findfs uses to find
-	// the cidata label, cannot identify a device under 68 KiB, and our seeds are ~50 KiB.
-	if st, err := f.Stat(); err != nil {
-		return fmt.Errorf("stat iso: %w", err)
-	} else if st.Size() < MinSize {
-		if err := f.Truncate(MinSize); err != nil {
-			return fmt.Errorf("pad iso: %w", err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close iso: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("install iso: %w", err)
-	}
-	return nil
+	return isoimage.Write(path, VolumeLabel, files)
 }

@@ -15,6 +15,7 @@ import (
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/launcher/cloudinit"
+	"github.com/podvirt/podvirt/nodeagent/launcher/isoimage"
 )
 
 func vmiWith(src virtv1.CloudInitNoCloudSource) *virtv1.VirtualMachineInstance {
@@ -72,8 +73,8 @@ func TestSeedFromBase64IsDecoded(t *testing.T) {
 	if err := cloudinit.WriteISO(path, seed); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := os.Stat(path); err != nil || st.Size() < cloudinit.MinSize {
-		t.Fatalf("seed is not padded to %d bytes: %v %v", cloudinit.MinSize, st.Size(), err)
+	if st, err := os.Stat(path); err != nil || st.Size() < isoimage.MinSize {
+		t.Fatalf("seed is not padded to %d bytes: %v %v", isoimage.MinSize, st.Size(), err)
 	}
 	label, files := readISO(t, path)
 	if label != "cidata" {

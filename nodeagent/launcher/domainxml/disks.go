@@ -17,6 +17,8 @@ const (
 	EmptyDisksDir = "emptydisks"
 	// CloudInitDir holds the NoCloud seed ISOs.
 	CloudInitDir = "cloudinit"
+	// ConfigDisksDir holds the ISO images of configMap, secret, serviceAccount and downwardAPI volumes.
+	ConfigDisksDir = "configdisks"
 	// PVCImage is the disk image's name on a filesystem PVC (KubeVirt's convention).
 	PVCImage = "disk.img"
 )
@@ -161,6 +163,11 @@ func diskSource(plan *Plan, disk *libvirtxml.DomainDisk, vol *virtv1.Volume, in 
 	case vol.HostDisk != nil:
 		path, format = filepath.Join(in.HostDiskRoot, vol.Name, filepath.Base(filepath.Clean(vol.HostDisk.Path))), "raw"
 		plan.Files = append(plan.Files, File{Kind: FileHostDisk, Path: path, Volume: vol.Name})
+	case configDisk(vol) != "":
+		path, format = filepath.Join(in.PrivateDir, ConfigDisksDir, vol.Name+".iso"), "raw"
+		plan.Files = append(plan.Files, File{Kind: FileConfigISO, Path: path, Volume: vol.Name,
+			Source: filepath.Join(in.ConfigDiskRoot, vol.Name), Label: configDisk(vol)})
+		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 	case vol.EmptyDisk != nil:
 		size := vol.EmptyDisk.Capacity.Value()
 		if size <= 0 {
@@ -173,9 +180,31 @@ func diskSource(plan *Plan, disk *libvirtxml.DomainDisk, vol *virtv1.Volume, in 
 		plan.Files = append(plan.Files, File{Kind: FileNoCloud, Path: path, Volume: vol.Name})
 		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 	default:
-		return fmt.Errorf("%s: no volume source set (containerDisk, persistentVolumeClaim, dataVolume, hostDisk, emptyDisk or cloudInitNoCloud)", field)
+		return fmt.Errorf("%s: no volume source set (containerDisk, persistentVolumeClaim, dataVolume, hostDisk, emptyDisk, cloudInitNoCloud, configMap, secret, serviceAccount or downwardAPI)", field)
 	}
 	disk.Driver.Type = format
 	disk.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: path}}
 	return nil
+}
+
+// configDisk is the ISO label of a configMap, secret, serviceAccount or downwardAPI volume (its
+// volumeLabel, else KubeVirt's defaults: "cfgdata", "secdata", "svcacct", "dwapi"); "" for others.
+func configDisk(vol *virtv1.Volume) string {
+	label := func(l, def string) string {
+		if l != "" {
+			return l
+		}
+		return def
+	}
+	switch {
+	case vol.ConfigMap != nil:
+		return label(vol.ConfigMap.VolumeLabel, "cfgdata")
+	case vol.Secret != nil:
+		return label(vol.Secret.VolumeLabel, "secdata")
+	case vol.ServiceAccount != nil:
+		return "svcacct"
+	case vol.DownwardAPI != nil:
+		return label(vol.DownwardAPI.VolumeLabel, "dwapi")
+	}
+	return ""
 }

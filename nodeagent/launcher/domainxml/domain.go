@@ -29,6 +29,8 @@ type Inputs struct {
 	PVCRoot string
 	// HostDiskRoot is launcherv1.HostDiskMountRoot in a Pod.
 	HostDiskRoot string
+	// ConfigDiskRoot is launcherv1.ConfigDiskMountRoot in a Pod.
+	ConfigDiskRoot string
 	// ContainerDisks maps a containerDisk volume's name to the image its disk container copied.
 	ContainerDisks map[string]Image
 	// Kernel and Initrd are the kernelBoot files copied into PrivateDir/kernelboot (Initrd may be empty).
@@ -56,6 +58,9 @@ const (
 	// FileHostDisk is a hostDisk image the node agent created or checked before the sync; the
 	// launcher only checks it is there.
 	FileHostDisk FileKind = "host-disk"
+	// FileConfigISO is an ISO image of a mounted ConfigMap, Secret, ServiceAccount or downward API
+	// volume (the files of Source, labelled Label).
+	FileConfigISO FileKind = "config-iso"
 	// FileNoCloud is a cloud-init NoCloud seed ISO built from the volume named Volume.
 	FileNoCloud FileKind = "nocloud"
 )
@@ -71,6 +76,8 @@ type File struct {
 	BackingFormat string
 	// Size is set for FileSparse.
 	Size int64
+	// Source (a mounted volume's directory) and Label are set for FileConfigISO.
+	Source, Label string
 }
 
 // PortForward is a guest port reachable at the Pod's address (user-mode networking's host forward).
@@ -120,6 +127,9 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	}
 	if in.HostDiskRoot == "" {
 		in.HostDiskRoot = launcherv1.HostDiskMountRoot
+	}
+	if in.ConfigDiskRoot == "" {
+		in.ConfigDiskRoot = launcherv1.ConfigDiskMountRoot
 	}
 	spec := &vmi.Spec.Domain
 	if len(spec.Devices.GPUs) > 0 {

@@ -49,6 +49,9 @@ func render(t *testing.T, plan *domainxml.Plan) string {
 		if f.Backing != "" {
 			fmt.Fprintf(&b, " backing=%s (%s)", f.Backing, f.BackingFormat)
 		}
+		if f.Source != "" {
+			fmt.Fprintf(&b, " source=%s label=%s", f.Source, f.Label)
+		}
 		if f.Size != 0 {
 			fmt.Fprintf(&b, " size=%d", f.Size)
 		}

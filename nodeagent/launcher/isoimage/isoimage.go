@@ -1,0 +1,101 @@
+// Package isoimage writes small ISO9660 images from a few files: cloud-init seeds and the disks
+// that present a ConfigMap, Secret, ServiceAccount or downward API fields to a guest. It is pure Go
+// (github.com/diskfs/go-diskfs, with Rock Ridge names, so the guest sees "user-data", not
+// ISO9660's mangled "USER_DAT.;1").
+package isoimage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+)
+
+// MinSize is the smallest image written (the rest is a sparse pad): busybox's volume_id, which small
+// guests' findfs uses to find a label, cannot identify a device under 68 KiB.
+const MinSize = 1 << 20
+
+// File is one file of an image.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Write writes an image labelled label holding files to path (replacing it). The image is built in a
+// temporary directory next to path.
+func Write(path, label string, files []File) (err error) {
+	work, err := os.MkdirTemp(filepath.Dir(path), ".iso-")
+	if err != nil {
+		return fmt.Errorf("create iso workspace: %w", err)
+	}
+	defer func() {
+		if rerr := os.RemoveAll(work); rerr != nil && err == nil {
+			err = fmt.Errorf("remove iso workspace: %w", rerr)
+		}
+	}()
+	tmp := filepath.Join(work, "image.iso")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create iso: %w", err)
+	}
+	defer f.Close()
+	staging := filepath.Join(work, "staging")
+	if err := os.Mkdir(staging, 0o755); err != nil { // Rock Ridge records the mode: keep it readable
+		return fmt.Errorf("create iso staging dir: %w", err)
+	}
+	fs, err := iso9660.Create(file.New(f, false), 0, 0, 2048, staging)
+	if err != nil {
+		return fmt.Errorf("create iso filesystem: %w", err)
+	}
+	for _, sf := range files {
+		if err := os.WriteFile(filepath.Join(staging, sf.Name), sf.Data, 0o644); err != nil {
+			return fmt.Errorf("stage %s: %w", sf.Name, err)
+		}
+	}
+	if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: label}); err != nil {
+		return fmt.Errorf("write iso: %w", err)
+	}
+	if st, err := f.Stat(); err != nil {
+		return fmt.Errorf("stat iso: %w", err)
+	} else if st.Size() < MinSize {
+		if err := f.Truncate(MinSize); err != nil {
+			return fmt.Errorf("pad iso: %w", err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close iso: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("install iso: %w", err)
+	}
+	return nil
+}
+
+// FromDir reads the files of a Kubernetes volume directory (a ConfigMap, Secret, projected or
+// downward API volume): its visible entries, whose targets the kubelet swaps atomically behind
+// "..data". Nested paths are flattened with "/" kept out: a key "a/b" becomes a file "a_b".
+func FromDir(dir string) ([]File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	var files []File
+	for _, e := range entries {
+		if len(e.Name()) >= 2 && e.Name()[:2] == ".." {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		var pe *os.PathError
+		if errors.As(err, &pe) && e.IsDir() {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", e.Name(), err)
+		}
+		files = append(files, File{Name: e.Name(), Data: data})
+	}
+	return files, nil
+}
