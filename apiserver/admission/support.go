@@ -139,7 +139,7 @@ var InstanceFamilies = []Family{
 	{Path: "volumes[].ephemeral", Support: Refused},
 	{Path: "volumes[].dataVolume", Support: Implemented, Note: "the claim CDI provisions for the DataVolume (named after it); without CDI the VM waits, saying CDI is not installed, until the claim exists"},
 	{Path: "volumes[].dataVolume.hotpluggable", Support: Refused, Values: []string{"true"}, Note: "no hotplug"},
-	{Path: "volumes[].cloudInitConfigDrive", Support: Refused, Note: "use cloudInitNoCloud"},
+	{Path: "volumes[].cloudInitConfigDrive", Support: Implemented, Note: "an OpenStack config drive (label config-2): openstack/latest/user_data, meta_data.json, network_data.json"},
 	{Path: "volumes[].sysprep", Support: Refused, Note: "Windows guests"},
 	{Path: "volumes[].hostDisk", Support: Implemented, Note: "images under /var/lib/podvirt/hostdisks on the node (other paths refused); DiskOrCreate makes a sparse image of its capacity, Disk must exist; the data stays on that node"},
 	{Path: "volumes[].hostDisk.shared", Support: Refused, Values: []string{"true"}, Note: "no shared host storage"},

@@ -152,8 +152,15 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 	mounted := map[string]bool{} // secrets already mounted
 	for i, v := range vmi.Spec.Volumes {
 		switch {
-		case v.CloudInitNoCloud != nil:
-			for _, ref := range []*corev1.LocalObjectReference{v.CloudInitNoCloud.SecretRef, v.CloudInitNoCloud.NetworkDataSecretRef} {
+		case v.CloudInitNoCloud != nil || v.CloudInitConfigDrive != nil:
+			refs := []*corev1.LocalObjectReference{}
+			if ci := v.CloudInitNoCloud; ci != nil {
+				refs = append(refs, ci.SecretRef, ci.NetworkDataSecretRef)
+			}
+			if cd := v.CloudInitConfigDrive; cd != nil {
+				refs = append(refs, cd.SecretRef, cd.NetworkDataSecretRef)
+			}
+			for _, ref := range refs {
 				if ref == nil || mounted[ref.Name] {
 					continue
 				}

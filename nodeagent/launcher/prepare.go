@@ -194,7 +194,7 @@ func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan 
 			if _, err = os.Stat(f.Path); err != nil {
 				err = fmt.Errorf("host disk image: %w", err)
 			}
-		case domainxml.FileNoCloud:
+		case domainxml.FileNoCloud, domainxml.FileConfigDrive:
 			err = createSeed(vmi, f, cfg.SecretsDir)
 		default:
 			err = fmt.Errorf("unknown file kind %q", f.Kind)
@@ -277,6 +277,9 @@ func createSeed(vmi *virtv1.VirtualMachineInstance, f domainxml.File, secretsDir
 	seed, err := cloudinit.SeedFor(vmi, f.Volume, lookup)
 	if err != nil {
 		return err
+	}
+	if f.Kind == domainxml.FileConfigDrive {
+		return cloudinit.WriteConfigDrive(f.Path, seed)
 	}
 	return cloudinit.WriteISO(f.Path, seed)
 }

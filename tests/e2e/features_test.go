@@ -241,15 +241,17 @@ func TestHostDiskKeepsDataAcrossStopStart(t *testing.T) {
 }
 
 // configDisksUserData mounts every disk with a serial at /mnt/<serial> and prints what the
-// ConfigMap, Secret and ServiceAccount disks hold.
+// ConfigMap, Secret, ServiceAccount and config drive disks hold.
 const configDisksUserData = `#!/bin/sh
 for b in /sys/block/vd*; do s=$(cat $b/serial 2>/dev/null); [ -n "$s" ] && mkdir -p /mnt/$s && mount -t iso9660 -o ro /dev/${b##*/} /mnt/$s; done
 echo "cfg: $(cat /mnt/cfg/greeting)"
 echo "sec: $(cat /mnt/sec/password)"
 echo "sa: $(cat /mnt/sa/namespace) $(head -c 3 /mnt/sa/token)"
+echo "cd: $(cat /mnt/cd/openstack/latest/user_data)"
 `
 
-// ConfigMap, Secret and ServiceAccount volumes reach the guest as disks holding their files.
+// ConfigMap, Secret and ServiceAccount volumes reach the guest as disks holding their files; a
+// cloudInitConfigDrive volume as an OpenStack config drive.
 func TestConfigMapSecretAndServiceAccountDisks(t *testing.T) {
 	f := framework.New(t)
 	requireDeployed(f)
@@ -261,6 +263,7 @@ func TestConfigMapSecretAndServiceAccountDisks(t *testing.T) {
 		"cfg": {ConfigMap: &virtv1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}},
 		"sec": {Secret: &virtv1.SecretVolumeSource{SecretName: "app"}},
 		"sa":  {ServiceAccount: &virtv1.ServiceAccountVolumeSource{ServiceAccountName: "default"}},
+		"cd":  {CloudInitConfigDrive: &virtv1.CloudInitConfigDriveSource{UserData: "a config drive"}},
 	} {
 		spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, virtv1.Disk{Name: serial, Serial: serial, Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}})
 		spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: serial, VolumeSource: src})
@@ -269,7 +272,7 @@ func TestConfigMapSecretAndServiceAccountDisks(t *testing.T) {
 	vmi := waitRunning(t, f, "configdisks", "")
 	consoleContains(t, f, vmi, "user-data exited with status 0")
 	console := f.PodLogs(vmi.Status.LauncherPod, launcherv1.ConsoleLogContainer)
-	for _, want := range []string{"cfg: hello from a ConfigMap", "sec: s3cret", "sa: " + f.Namespace + " eyJ"} {
+	for _, want := range []string{"cfg: hello from a ConfigMap", "sec: s3cret", "sa: " + f.Namespace + " eyJ", "cd: a config drive"} {
 		if !strings.Contains(console, want) {
 			t.Errorf("%q not on the console:\n%s", want, tail(console, 20))
 		}

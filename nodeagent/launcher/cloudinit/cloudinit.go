@@ -1,10 +1,11 @@
-// Package cloudinit builds cloud-init NoCloud seeds: an ISO9660 image (package isoimage) labelled
-// "cidata" holding user-data, meta-data (instance-id and local-hostname) and, when given,
-// network-config.
+// Package cloudinit builds cloud-init seeds as ISO9660 images (package isoimage): NoCloud (labelled
+// "cidata": user-data, meta-data with instance-id and local-hostname, network-config when given) and
+// ConfigDrive (labelled "config-2": openstack/latest/user_data, meta_data.json, network_data.json).
 package cloudinit
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -40,17 +41,26 @@ type Seed struct {
 // Pod has it; this package does not talk to Kubernetes).
 type SecretLookup func(name string) (map[string][]byte, error)
 
-// SeedFor is the seed of the cloudInitNoCloud volume named volume in vmi. The instance-id is
+// SeedFor is the seed of the cloudInitNoCloud (or cloudInitConfigDrive) volume named volume in vmi. The instance-id is
 // "<name>.<namespace>" (stable across restarts, as KubeVirt does) and the hostname is spec.hostname or
 // the VMI's name. secrets resolves secretRef and networkDataSecretRef; it may be nil when none is used.
 func SeedFor(vmi *virtv1.VirtualMachineInstance, volume string, secrets SecretLookup) (Seed, error) {
 	var src *virtv1.CloudInitNoCloudSource
+	field := fmt.Sprintf("spec.volumes[name=%s].cloudInitNoCloud", volume)
 	for i := range vmi.Spec.Volumes {
-		if vmi.Spec.Volumes[i].Name == volume {
-			src = vmi.Spec.Volumes[i].CloudInitNoCloud
+		v := &vmi.Spec.Volumes[i]
+		switch {
+		case v.Name != volume:
+		case v.CloudInitNoCloud != nil:
+			src = v.CloudInitNoCloud
+		case v.CloudInitConfigDrive != nil:
+			// The same data in another layout (WriteConfigDrive).
+			cd := v.CloudInitConfigDrive
+			src = &virtv1.CloudInitNoCloudSource{UserData: cd.UserData, UserDataBase64: cd.UserDataBase64, SecretRef: cd.SecretRef,
+				NetworkData: cd.NetworkData, NetworkDataBase64: cd.NetworkDataBase64, NetworkDataSecretRef: cd.NetworkDataSecretRef}
+			field = fmt.Sprintf("spec.volumes[name=%s].cloudInitConfigDrive", volume)
 		}
 	}
-	field := fmt.Sprintf("spec.volumes[name=%s].cloudInitNoCloud", volume)
 	if src == nil {
 		return Seed{}, fmt.Errorf("%s: not set", field)
 	}
@@ -102,6 +112,27 @@ func pick(field, name, text, b64 string, ref *corev1.LocalObjectReference, secre
 // MetaData is the meta-data file of seed.
 func (s Seed) MetaData() []byte {
 	return []byte(fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", s.InstanceID, s.Hostname))
+}
+
+// ConfigDriveLabel is the label cloud-init's ConfigDrive datasource looks for.
+const ConfigDriveLabel = "config-2"
+
+// WriteConfigDrive writes seed as an OpenStack config drive to path (replacing it):
+// openstack/latest/meta_data.json, user_data and, when given, network_data.json.
+func WriteConfigDrive(path string, seed Seed) error {
+	if seed.InstanceID == "" {
+		return errors.New("seed: instance-id is empty")
+	}
+	meta, err := json.Marshal(map[string]string{"uuid": seed.InstanceID, "hostname": seed.Hostname, "name": seed.Hostname})
+	if err != nil {
+		return fmt.Errorf("encode meta_data.json: %w", err)
+	}
+	const dir = "openstack/latest/"
+	files := []isoimage.File{{Name: dir + "meta_data.json", Data: meta}, {Name: dir + "user_data", Data: seed.UserData}}
+	if seed.NetworkData != nil {
+		files = append(files, isoimage.File{Name: dir + "network_data.json", Data: seed.NetworkData})
+	}
+	return isoimage.Write(path, ConfigDriveLabel, files)
 }
 
 // WriteISO writes seed as a NoCloud ISO to path (replacing it).

@@ -175,3 +175,40 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// A cloudInitConfigDrive volume gives the same seed in OpenStack's layout, labelled config-2.
+func TestConfigDrive(t *testing.T) {
+	vmi := vmiWith(virtv1.CloudInitNoCloudSource{})
+	vmi.Spec.Volumes[0].VolumeSource = virtv1.VolumeSource{CloudInitConfigDrive: &virtv1.CloudInitConfigDriveSource{UserData: "#!/bin/sh\necho hi\n", NetworkData: "version: 2\n"}}
+	seed, err := cloudinit.SeedFor(vmi, "cloudinitdisk", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cd.iso")
+	if err := cloudinit.WriteConfigDrive(path, seed); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	fs, err := iso9660.Read(file.New(f, true), st.Size(), 0, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label := strings.TrimRight(fs.Label(), " \x00"); label != cloudinit.ConfigDriveLabel {
+		t.Errorf("label %q", label)
+	}
+	for name, want := range map[string]string{
+		"openstack/latest/user_data":         "#!/bin/sh\necho hi\n",
+		"openstack/latest/network_data.json": "version: 2\n",
+		"openstack/latest/meta_data.json":    `{"hostname":"vm-cirros","name":"vm-cirros","uuid":"vm-cirros.default"}`,
+	} {
+		data, err := fs.ReadFile(name)
+		if err != nil || string(data) != want {
+			t.Errorf("%s: %q, %v; want %q", name, data, err, want)
+		}
+	}
+}

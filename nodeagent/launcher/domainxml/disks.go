@@ -179,6 +179,10 @@ func diskSource(plan *Plan, disk *libvirtxml.DomainDisk, vol *virtv1.Volume, in 
 		path, format = filepath.Join(in.PrivateDir, CloudInitDir, vol.Name+".iso"), "raw"
 		plan.Files = append(plan.Files, File{Kind: FileNoCloud, Path: path, Volume: vol.Name})
 		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
+	case vol.CloudInitConfigDrive != nil:
+		path, format = filepath.Join(in.PrivateDir, CloudInitDir, vol.Name+".iso"), "raw"
+		plan.Files = append(plan.Files, File{Kind: FileConfigDrive, Path: path, Volume: vol.Name})
+		disk.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
 	default:
 		return fmt.Errorf("%s: no volume source set (containerDisk, persistentVolumeClaim, dataVolume, hostDisk, emptyDisk, cloudInitNoCloud, configMap, secret, serviceAccount or downwardAPI)", field)
 	}

@@ -58,6 +58,8 @@ const (
 	// FileHostDisk is a hostDisk image the node agent created or checked before the sync; the
 	// launcher only checks it is there.
 	FileHostDisk FileKind = "host-disk"
+	// FileConfigDrive is a cloud-init ConfigDrive ISO made from the volume's data.
+	FileConfigDrive FileKind = "configdrive"
 	// FileConfigISO is an ISO image of a mounted ConfigMap, Secret, ServiceAccount or downward API
 	// volume (the files of Source, labelled Label).
 	FileConfigISO FileKind = "config-iso"

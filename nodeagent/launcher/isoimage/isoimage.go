@@ -18,7 +18,7 @@ import (
 // guests' findfs uses to find a label, cannot identify a device under 68 KiB.
 const MinSize = 1 << 20
 
-// File is one file of an image.
+// File is one file of an image; Name may hold directories ("openstack/latest/user_data").
 type File struct {
 	Name string
 	Data []byte
@@ -51,6 +51,9 @@ func Write(path, label string, files []File) (err error) {
 		return fmt.Errorf("create iso filesystem: %w", err)
 	}
 	for _, sf := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(staging, sf.Name)), 0o755); err != nil {
+			return fmt.Errorf("stage %s: %w", sf.Name, err)
+		}
 		if err := os.WriteFile(filepath.Join(staging, sf.Name), sf.Data, 0o644); err != nil {
 			return fmt.Errorf("stage %s: %w", sf.Name, err)
 		}
