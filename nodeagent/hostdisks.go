@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -18,51 +19,73 @@ type hostDiskError struct{ msg string }
 func (e *hostDiskError) Error() string { return e.msg }
 
 // prepareHostDisks gives the launcher each hostDisk image of vmi: DiskOrCreate creates a sparse
-// image of its capacity when there is none, Disk must exist; either way the file is handed to the
-// launcher's user. dir is the node's launcherv1.HostDiskRoot as the agent sees it (admission keeps
-// every hostDisk path below it).
+// image of its capacity when there is none, Disk must exist; either way the regular file (never a
+// symlink or a directory, and reached through no symlink) is handed to the launcher's user. dir is
+// the node's launcherv1.HostDiskRoot as the agent sees it.
 func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance) error {
 	for i, v := range vmi.Spec.Volumes {
 		hd := v.HostDisk
 		if hd == nil {
 			continue
 		}
-		field := fmt.Sprintf("spec.volumes[%d].hostDisk.path", i)
+		field := fmt.Sprintf("spec.volumes[%d].hostDisk", i)
 		rel, ok := strings.CutPrefix(filepath.Clean(hd.Path), launcherv1.HostDiskRoot+"/")
-		if !ok {
-			return &hostDiskError{fmt.Sprintf("%s: %q is not under %s", field, hd.Path, launcherv1.HostDiskRoot)}
+		if !ok || !strings.HasPrefix(hd.Path, launcherv1.HostDiskDir(vmi.Namespace)) {
+			return &hostDiskError{fmt.Sprintf("%s.path: %q is not under %s", field, hd.Path, launcherv1.HostDiskDir(vmi.Namespace))}
 		}
-		file := filepath.Join(dir, rel)
-		_, err := os.Stat(file)
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && hd.Type == virtv1.HostDiskExistsOrCreate:
-			if err := createImage(file, hd.Capacity.Value()); err != nil {
-				return fmt.Errorf("%s: create %s: %w", field, hd.Path, err)
-			}
-		case errors.Is(err, fs.ErrNotExist):
-			return &hostDiskError{fmt.Sprintf("%s: %s does not exist on the node (type Disk; DiskOrCreate creates it)", field, hd.Path)}
-		case err != nil:
-			return fmt.Errorf("%s: %w", field, err)
-		}
-		if err := os.Chown(file, launcherv1.LauncherUID, launcherv1.LauncherUID); err != nil {
-			return fmt.Errorf("%s: give %s to the launcher: %w", field, hd.Path, err)
+		if err := provideImage(dir, rel, hd, field); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// createImage makes a sparse file of size bytes, and its directory.
-func createImage(path string, size int64) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+// provideImage makes dir/rel a regular file owned by the launcher's user.
+func provideImage(dir, rel string, hd *virtv1.HostDisk, field string) error {
+	parts := strings.Split(rel, "/")
+	cur := dir
+	for _, p := range parts[:len(parts)-1] { // the directories: created, never followed as symlinks
+		cur = filepath.Join(cur, p)
+		fi, err := os.Lstat(cur)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%s.path: create %s: %w", field, cur, err)
+			}
+		case err != nil:
+			return fmt.Errorf("%s.path: %w", field, err)
+		case !fi.IsDir():
+			return &hostDiskError{fmt.Sprintf("%s.path: %s is not a directory on the node", field, filepath.Dir(hd.Path))}
+		}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o660)
+	file := filepath.Join(dir, rel)
+	flags := os.O_RDWR | syscall.O_NOFOLLOW
+	if hd.Type == virtv1.HostDiskExistsOrCreate {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(file, flags, 0o660)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &hostDiskError{fmt.Sprintf("%s.path: %s does not exist on the node (type Disk; DiskOrCreate creates it)", field, hd.Path)}
+	case err != nil:
+		return &hostDiskError{fmt.Sprintf("%s.path: %s cannot be used: %v", field, hd.Path, err)}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return fmt.Errorf("%s.path: %w", field, err)
 	}
-	if err := f.Truncate(size); err != nil {
-		f.Close()
-		return err
+	if !fi.Mode().IsRegular() {
+		return &hostDiskError{fmt.Sprintf("%s.path: %s is not a regular file on the node", field, hd.Path)}
 	}
-	return f.Close()
+	if fi.Size() == 0 && hd.Type == virtv1.HostDiskExistsOrCreate {
+		if err := f.Truncate(hd.Capacity.Value()); err != nil {
+			_ = os.Remove(file)
+			return &hostDiskError{fmt.Sprintf("%s.capacity: cannot make a %s image: %v", field, hd.Capacity.String(), err)}
+		}
+	}
+	if err := f.Chown(launcherv1.LauncherUID, launcherv1.LauncherUID); err != nil {
+		return fmt.Errorf("%s.path: give %s to the launcher: %w", field, hd.Path, err)
+	}
+	return nil
 }

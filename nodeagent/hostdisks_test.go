@@ -16,6 +16,7 @@ import (
 
 func hostDiskVMI(disks ...virtv1.HostDisk) *virtv1.VirtualMachineInstance {
 	vmi := &virtv1.VirtualMachineInstance{}
+	vmi.Namespace = "vm1"
 	for i := range disks {
 		vmi.Spec.Volumes = append(vmi.Spec.Volumes, virtv1.Volume{Name: "d", VolumeSource: virtv1.VolumeSource{HostDisk: &disks[i]}})
 	}
@@ -42,12 +43,29 @@ func TestPrepareHostDisks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "kept", string(data))
 
-	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/missing.img", Type: virtv1.HostDiskExists}))
+	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/missing.img", Type: virtv1.HostDiskExists}))
 	var herr *hostDiskError
 	require.ErrorAs(t, err, &herr)
-	assert.Equal(t, "spec.volumes[0].hostDisk.path: /var/lib/podvirt/hostdisks/missing.img does not exist on the node (type Disk; DiskOrCreate creates it)", err.Error())
+	assert.Equal(t, "spec.volumes[0].hostDisk.path: /var/lib/podvirt/hostdisks/vm1/missing.img does not exist on the node (type Disk; DiskOrCreate creates it)", err.Error())
 	assert.True(t, permanentSyncError(err), "the instance fails")
 
-	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: "/etc/shadow", Type: virtv1.HostDiskExists}))
-	require.ErrorAs(t, err, &herr, "never outside the host disk directory, whatever admission let through")
+	for _, p := range []string{"/etc/shadow", launcherv1.HostDiskRoot + "/other-namespace/data.img"} {
+		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: p, Type: virtv1.HostDiskExists}))
+		require.ErrorAs(t, err, &herr, "never outside the namespace's host disk directory, whatever admission let through: %s", p)
+	}
+
+	// Symlinks are never followed: not as the image, not as a directory on the way.
+	outside := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(outside, []byte("x"), 0o600))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "vm1", "link.img")))
+	require.NoError(t, os.Symlink(filepath.Dir(outside), filepath.Join(dir, "vm1", "linkdir")))
+	for _, p := range []string{"/vm1/link.img", "/vm1/linkdir/victim"} {
+		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + p, Type: virtv1.HostDiskExists}))
+		require.ErrorAs(t, err, &herr, p)
+	}
+	fi, err = os.Stat(outside)
+	require.NoError(t, err)
+	assert.Zero(t, fi.Sys().(*syscall.Stat_t).Uid, "the file outside kept its owner")
+	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1", Type: virtv1.HostDiskExists}))
+	require.ErrorAs(t, err, &herr, "a directory is not an image")
 }

@@ -68,7 +68,7 @@ func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
 
 // ValidateInstanceSpec checks what the schema cannot: every field Podvirt refuses (InstanceFamilies),
 // the guest's memory and its limit, kernel boot sources, and the bus of each disk kind.
-func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, fld *field.Path) field.ErrorList {
+func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace string, fld *field.Path) field.ErrorList {
 	errs := Unsupported(spec, InstanceFamilies, fld)
 	domain := fld.Child("domain")
 	if guest, err := spec.Domain.GuestMemory(); err != nil {
@@ -97,12 +97,40 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, fld *field.Pa
 		errs = append(errs, field.Invalid(fld.Child("architecture"), a, NotSupported+": the nodes are "+virtv1.DefaultArchitecture))
 	}
 	errs = append(errs, validateDeviceNames(spec, domain.Child("devices"))...)
-	errs = append(errs, validateVolumes(spec, fld.Child("volumes"))...)
+	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
+	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
 				d.CDRom.Bus, []virtv1.DiskBus{virtv1.DiskBusSATA, virtv1.DiskBusSCSI}))
 		}
+	}
+	return errs
+}
+
+// validateHyperV checks what qemu needs of the Hyper-V enlightenments: synic, tlbflush and ipi need
+// vpindex, synictimer needs synic; spinlock retries are at least 4096; a vendor id has 1-12 characters.
+func validateHyperV(f *virtv1.Features, at *field.Path) field.ErrorList {
+	if f == nil || f.Hyperv == nil {
+		return nil
+	}
+	h := f.Hyperv
+	on := func(s *virtv1.FeatureState) bool { return s != nil && (s.Enabled == nil || *s.Enabled) }
+	var errs field.ErrorList
+	needs := func(set bool, name string, dep *virtv1.FeatureState, depName string) {
+		if set && !on(dep) {
+			errs = append(errs, field.Invalid(at.Child(name), "enabled", depName+" must be enabled too"))
+		}
+	}
+	needs(on(h.SyNIC), "synic", h.VPIndex, "vpindex")
+	needs(h.TLBFlush != nil && on(&h.TLBFlush.FeatureState), "tlbflush", h.VPIndex, "vpindex")
+	needs(on(h.IPI), "ipi", h.VPIndex, "vpindex")
+	needs(h.SyNICTimer != nil && on(&h.SyNICTimer.FeatureState), "synictimer", h.SyNIC, "synic")
+	if s := h.Spinlocks; s != nil && s.Retries != nil && *s.Retries < 4096 {
+		errs = append(errs, field.Invalid(at.Child("spinlocks", "spinlocks"), *s.Retries, "must be at least 4096"))
+	}
+	if v := h.VendorID; v != nil && on(&v.FeatureState) && (len(v.VendorID) == 0 || len(v.VendorID) > 12) {
+		errs = append(errs, field.Invalid(at.Child("vendorid", "vendorid"), v.VendorID, "must have 1 to 12 characters"))
 	}
 	return errs
 }
@@ -130,10 +158,10 @@ func validateDeviceNames(spec *virtv1.VirtualMachineInstanceSpec, devices *field
 	return errs
 }
 
-// validateVolumes allows one serviceAccount volume, and keeps every hostDisk image under
-// launcherv1.HostDiskRoot on the node (the only place the node agent creates files and hands them to
-// the launcher) and sized when created.
-func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, volumes *field.Path) field.ErrorList {
+// validateVolumes allows one serviceAccount volume, and keeps every hostDisk image under its
+// namespace's directory of launcherv1.HostDiskRoot on the node (the only place the node agent creates
+// files and hands them to the launcher) and sized when created.
+func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, namespace string, volumes *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	accounts := 0
 	for i, v := range spec.Volumes {
@@ -147,8 +175,8 @@ func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, volumes *field.Pat
 			continue
 		}
 		p := volumes.Index(i).Child("hostDisk")
-		if clean := path.Clean(hd.Path); clean != hd.Path || !strings.HasPrefix(clean, launcherv1.HostDiskRoot+"/") {
-			errs = append(errs, field.Invalid(p.Child("path"), hd.Path, "must be a clean absolute path under "+launcherv1.HostDiskRoot+" (the node directory Podvirt keeps host disks in)"))
+		if dir := launcherv1.HostDiskDir(namespace); path.Clean(hd.Path) != hd.Path || !strings.HasPrefix(hd.Path, dir) {
+			errs = append(errs, field.Invalid(p.Child("path"), hd.Path, "must be a clean absolute path under "+dir+" (the node directory Podvirt keeps this namespace's host disks in)"))
 		}
 		if hd.Type == virtv1.HostDiskExistsOrCreate && hd.Capacity.Sign() <= 0 {
 			errs = append(errs, field.Required(p.Child("capacity"), "DiskOrCreate needs the size of the image to create"))
@@ -180,7 +208,7 @@ type instanceValidator struct{}
 
 func (instanceValidator) ValidateCreate(_ context.Context, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
 	errs := UnsupportedAnnotations(vmi.Annotations, field.NewPath("metadata", "annotations"))
-	return nil, invalid("VirtualMachineInstance", vmi, append(errs, ValidateInstanceSpec(&vmi.Spec, field.NewPath("spec"))...))
+	return nil, invalid("VirtualMachineInstance", vmi, append(errs, ValidateInstanceSpec(&vmi.Spec, vmi.Namespace, field.NewPath("spec"))...))
 }
 
 func (instanceValidator) ValidateUpdate(_ context.Context, old, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
@@ -231,7 +259,7 @@ func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMac
 	at := field.NewPath("spec", "template", "spec")
 	spec := vm.Spec.Template.Spec.DeepCopy()
 	if vm.Spec.Instancetype == nil && vm.Spec.Preference == nil {
-		return ValidateInstanceSpec(spec, at), nil
+		return ValidateInstanceSpec(spec, vm.Namespace, at), nil
 	}
 	specs, err := instancetype.Live(ctx, v.reader, vm)
 	if fe := (*field.Error)(nil); errors.As(err, &fe) {
@@ -251,7 +279,7 @@ func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMac
 		annotations = map[string]string{}
 	}
 	instancetype.Apply(specs, spec, annotations)
-	errs = append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, at)...)
+	errs = append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, vm.Namespace, at)...)
 	errs = append(errs, UnsupportedAnnotations(annotations, field.NewPath("spec", "template", "metadata", "annotations"))...)
 	for _, e := range errs {
 		e.Detail += " (the template with " + instancetype.Describe(vm) + ")"
@@ -279,7 +307,7 @@ func (replicaSetValidator) validate(rs *virtv1.VirtualMachineInstanceReplicaSet)
 	var errs field.ErrorList
 	if rs.Spec.Template != nil {
 		errs = append(UnsupportedAnnotations(rs.Spec.Template.ObjectMeta.Annotations, field.NewPath("spec", "template", "metadata", "annotations")),
-			ValidateInstanceSpec(&rs.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))...)
+			ValidateInstanceSpec(&rs.Spec.Template.Spec, rs.Namespace, field.NewPath("spec", "template", "spec"))...)
 	}
 	return nil, invalid("VirtualMachineInstanceReplicaSet", rs, errs)
 }

@@ -44,11 +44,20 @@ func TestValidateInstanceSpec(t *testing.T) {
 			s.Domain.Devices.Disks = []virtv1.Disk{{Name: "ok", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusSATA}}, {Name: "bad", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusVirtio}}}
 		}, "spec.domain.devices.disks[1].cdrom.bus"},
 		{"another architecture", func(s *virtv1.VirtualMachineInstanceSpec) { s.Architecture = "riscv64" }, "spec.architecture"},
+		{"synic without vpindex", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Features = &virtv1.Features{Hyperv: &virtv1.FeatureHyperv{SyNIC: &virtv1.FeatureState{}}}
+		}, "spec.domain.features.hyperv.synic"},
+		{"few spinlock retries", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Features = &virtv1.Features{Hyperv: &virtv1.FeatureHyperv{Spinlocks: &virtv1.FeatureSpinlocks{Retries: ptr.To(uint32(100))}}}
+		}, "spec.domain.features.hyperv.spinlocks.spinlocks"},
 		{"host disk elsewhere", func(s *virtv1.VirtualMachineInstanceSpec) {
-			s.Volumes = []virtv1.Volume{{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/../../../etc/shadow", Type: virtv1.HostDiskExists}}}}
+			s.Volumes = []virtv1.Volume{{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/ns/../../../etc/shadow", Type: virtv1.HostDiskExists}}}}
+		}, "spec.volumes[0].hostDisk.path"},
+		{"another namespace's host disk", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Volumes = []virtv1.Volume{{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/other/a.img", Type: virtv1.HostDiskExists}}}}
 		}, "spec.volumes[0].hostDisk.path"},
 		{"host disk without capacity", func(s *virtv1.VirtualMachineInstanceSpec) {
-			s.Volumes = []virtv1.Volume{{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/a.img", Type: virtv1.HostDiskExistsOrCreate}}}}
+			s.Volumes = []virtv1.Volume{{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/ns/a.img", Type: virtv1.HostDiskExistsOrCreate}}}}
 		}, "spec.volumes[0].hostDisk.capacity"},
 		{"device name not a resource", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Devices.GPUs = []virtv1.GPU{{Name: "ok", DeviceName: "nvidia.com/A10"}, {Name: "bad", DeviceName: "A10"}}
@@ -64,7 +73,7 @@ func TestValidateInstanceSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := spec()
 			tc.mutate(&s)
-			errs := ValidateInstanceSpec(&s, field.NewPath("spec"))
+			errs := ValidateInstanceSpec(&s, "ns", field.NewPath("spec"))
 			if tc.want == "" {
 				assert.Empty(t, errs)
 				return

@@ -98,7 +98,7 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a"}, {Name: "n", IO: virtv1.IONative}}
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(true)
 	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("LiveMigrate"))
-	errs := ValidateInstanceSpec(&s, field.NewPath("spec"))
+	errs := ValidateInstanceSpec(&s, "ns", field.NewPath("spec"))
 	var got []string
 	for _, e := range errs {
 		got = append(got, e.Error())
@@ -114,7 +114,7 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("LiveMigrateIfPossible"))
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(false)
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "t", IO: virtv1.IOThreads}}
-	assert.Empty(t, ValidateInstanceSpec(&s, field.NewPath("spec")), "a value the family does not list is accepted")
+	assert.Empty(t, ValidateInstanceSpec(&s, "ns", field.NewPath("spec")), "a value the family does not list is accepted")
 }
 
 func TestUnsupportedAnnotationNamed(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,6 +63,11 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	resources, err := computeResources(vmi, guest, cfg)
 	if err != nil {
 		return nil, err
+	}
+	for i, v := range vmi.Spec.Volumes { // admission refuses these first; never mount another namespace's
+		if v.HostDisk != nil && (path.Clean(v.HostDisk.Path) != v.HostDisk.Path || !strings.HasPrefix(v.HostDisk.Path, launcherv1.HostDiskDir(vmi.Namespace))) {
+			return nil, fmt.Errorf("spec.volumes[%d].hostDisk.path: %q is not under %s", i, v.HostDisk.Path, launcherv1.HostDiskDir(vmi.Namespace))
+		}
 	}
 	volumes, computeMounts := podVolumes(vmi)
 	disks := diskContainers(vmi, cfg)
@@ -328,6 +334,10 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
 }
 
+// serviceAccountTokenSeconds is the lifetime asked for a serviceAccount disk's token: the one the
+// kubelet's own automounted tokens have, which the apiserver extends (the disk is written once).
+const serviceAccountTokenSeconds = 3607
+
 // configDiskSource is the Pod volume whose files a configMap, secret, serviceAccount or downwardAPI
 // volume presents to the guest (the launcher makes an ISO disk of them). A ServiceAccount's are
 // its token (the Pod runs as it), the cluster's CA and the namespace, as a Pod would see them.
@@ -341,7 +351,7 @@ func configDiskSource(v *virtv1.Volume) corev1.VolumeSource {
 		return corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: v.DownwardAPI.Fields}}
 	}
 	return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To(int64(serviceAccountTokenSeconds))}},
 		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 		{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
 	}}}

@@ -80,7 +80,7 @@ func TestRenderPodGolden(t *testing.T) {
 	devices.Spec.Domain.Devices.HostDevices = []virtv1.HostDevice{{Name: "nic1", DeviceName: "intel.com/qat"}, {Name: "nic2", DeviceName: "intel.com/qat"}}
 	devices.Spec.Domain.Devices.LogSerialConsole = ptr.To(false)
 	devices.Spec.Volumes = append(devices.Spec.Volumes, virtv1.Volume{Name: "scratch", VolumeSource: virtv1.VolumeSource{
-		HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/vm-cirros/scratch.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("1Gi")}}})
+		HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/default/vm-cirros/scratch.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("1Gi")}}})
 	devices.Spec.Domain.Devices.Disks = append(devices.Spec.Domain.Devices.Disks, virtv1.Disk{Name: "scratch"}, virtv1.Disk{Name: "app-config"}, virtv1.Disk{Name: "token"})
 	devices.Spec.Volumes = append(devices.Spec.Volumes,
 		virtv1.Volume{Name: "app-config", VolumeSource: virtv1.VolumeSource{ConfigMap: &virtv1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},

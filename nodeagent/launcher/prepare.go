@@ -190,6 +190,9 @@ func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan 
 			if files, err = isoimage.FromDir(f.Source); err == nil {
 				err = isoimage.Write(f.Path, f.Label, files)
 			}
+			if err != nil { // the volume's content cannot become a disk: the instance fails naming it
+				err = fmt.Errorf("%w: spec.volumes[name=%s]: %w", errBadRequest, f.Volume, err)
+			}
 		case domainxml.FileHostDisk:
 			if _, err = os.Stat(f.Path); err != nil {
 				err = fmt.Errorf("host disk image: %w", err)

@@ -108,3 +108,7 @@ const (
 	// VMNameLabel carries the VMI's name too, as on KubeVirt's launcher Pods (vm.kubevirt.io/name).
 	VMNameLabel = "vm.kubevirt.io/name"
 )
+
+// HostDiskDir is the directory an instance's hostDisk images must be in: its namespace's under
+// HostDiskRoot, so that no instance reaches another namespace's images.
+func HostDiskDir(namespace string) string { return HostDiskRoot + "/" + namespace + "/" }

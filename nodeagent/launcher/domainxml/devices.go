@@ -44,7 +44,8 @@ func addDevices(dom *libvirtxml.Domain, d *virtv1.Devices) {
 	}
 }
 
-// setClock sets the guest's clock offset (UTC with an adjustment, or a timezone) and its timers.
+// setClock sets the guest's clock offset (UTC with an adjustment, or a timezone) and its timers
+// (hpet, pit, rtc, the Hyper-V reference clock), keeping a timer setFeatures added.
 func setClock(dom *libvirtxml.Domain, c *virtv1.Clock) {
 	if c == nil {
 		return
@@ -66,6 +67,12 @@ func setClock(dom *libvirtxml.Domain, c *virtv1.Clock) {
 		if t.RTC != nil {
 			clock.Timer = append(clock.Timer, libvirtxml.DomainTimer{Name: "rtc", TickPolicy: string(t.RTC.TickPolicy), Track: string(t.RTC.Track), Present: present(t.RTC.Enabled)})
 		}
+		if t.Hyperv != nil {
+			clock.Timer = append(clock.Timer, libvirtxml.DomainTimer{Name: "hypervclock", Present: present(t.Hyperv.Enabled)})
+		}
+	}
+	if prev := dom.Clock; prev != nil && (c.Timer == nil || c.Timer.Hyperv == nil) {
+		clock.Timer = append(clock.Timer, prev.Timer...) // the Hyper-V clock the synthetic timer needs
 	}
 	dom.Clock = clock
 }

@@ -192,23 +192,21 @@ func diskSource(plan *Plan, disk *libvirtxml.DomainDisk, vol *virtv1.Volume, in 
 }
 
 // configDisk is the ISO label of a configMap, secret, serviceAccount or downwardAPI volume (its
-// volumeLabel, else KubeVirt's defaults: "cfgdata", "secdata", "svcacct", "dwapi"); "" for others.
+// volumeLabel, else KubeVirt's "cfgdata"); "" for other volumes.
 func configDisk(vol *virtv1.Volume) string {
-	label := func(l, def string) string {
-		if l != "" {
-			return l
-		}
-		return def
-	}
+	label := ""
 	switch {
 	case vol.ConfigMap != nil:
-		return label(vol.ConfigMap.VolumeLabel, "cfgdata")
+		label = vol.ConfigMap.VolumeLabel
 	case vol.Secret != nil:
-		return label(vol.Secret.VolumeLabel, "secdata")
-	case vol.ServiceAccount != nil:
-		return "svcacct"
+		label = vol.Secret.VolumeLabel
 	case vol.DownwardAPI != nil:
-		return label(vol.DownwardAPI.VolumeLabel, "dwapi")
+		label = vol.DownwardAPI.VolumeLabel
+	case vol.ServiceAccount == nil:
+		return ""
 	}
-	return ""
+	if label == "" {
+		label = "cfgdata"
+	}
+	return label
 }

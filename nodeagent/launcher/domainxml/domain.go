@@ -317,7 +317,11 @@ func setFeatures(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool
 		fl.TCG = &libvirtxml.DomainFeatureTCG{TBCache: &libvirtxml.DomainFeatureTCGTBCache{Unit: "MiB", Size: TBCacheMiB}}
 	}
 	dom.Features = fl
-	return setHyperV(fl, f, emulation)
+	hypervClock, err := setHyperV(fl, f, emulation)
+	if hypervClock {
+		dom.Clock = &libvirtxml.DomainClock{Offset: "utc", Timer: []libvirtxml.DomainTimer{{Name: "hypervclock", Present: "yes"}}}
+	}
+	return err
 }
 
 func enabled(s *virtv1.FeatureState, def bool) bool {

@@ -14,10 +14,11 @@ const hypervField = "spec.domain.features.hyperv"
 // setHyperV maps the Hyper-V enlightenments, the KVM signature and paravirtual spinlocks. Under
 // emulation (no KVM) qemu cannot offer the enlightenments that need the hypervisor's help (the
 // virtual processor index and everything built on it, and passthrough): asking for one fails the
-// instance naming the field rather than starting a guest without it.
-func setHyperV(fl *libvirtxml.DomainFeatureList, f *virtv1.Features, emulation bool) error {
+// instance naming the field rather than starting a guest without it. hypervClock says the guest
+// needs the Hyper-V reference clock (the synthetic timer runs on it).
+func setHyperV(fl *libvirtxml.DomainFeatureList, f *virtv1.Features, emulation bool) (hypervClock bool, err error) {
 	if f == nil {
-		return nil
+		return false, nil
 	}
 	if f.KVM != nil && f.KVM.Hidden {
 		fl.KVM = &libvirtxml.DomainFeatureKVM{Hidden: &libvirtxml.DomainFeatureState{State: "on"}}
@@ -27,14 +28,14 @@ func setHyperV(fl *libvirtxml.DomainFeatureList, f *virtv1.Features, emulation b
 	}
 	if p := f.HypervPassthrough; p != nil && (p.Enabled == nil || *p.Enabled) {
 		if emulation {
-			return fmt.Errorf("spec.domain.features.hypervPassthrough: needs KVM; this node runs guests under emulation")
+			return false, fmt.Errorf("spec.domain.features.hypervPassthrough: needs KVM; this node runs guests under emulation")
 		}
 		fl.HyperV = &libvirtxml.DomainFeatureHyperV{Mode: "passthrough"}
-		return nil
+		return true, nil
 	}
 	h := f.Hyperv
 	if h == nil {
-		return nil
+		return false, nil
 	}
 	var stimer, tlbflush *virtv1.FeatureState
 	if h.SyNICTimer != nil {
@@ -52,7 +53,7 @@ func setHyperV(fl *libvirtxml.DomainFeatureList, f *virtv1.Features, emulation b
 			{"ipi", h.IPI}, {"evmcs", h.EVMCS}, {"reenlightenment", h.Reenlightenment},
 		} {
 			if e.s != nil && enabled(e.s, true) {
-				return fmt.Errorf("%s.%s: needs KVM; this node runs guests under emulation", hypervField, e.name)
+				return false, fmt.Errorf("%s.%s: needs KVM; this node runs guests under emulation", hypervField, e.name)
 			}
 		}
 	}
@@ -81,12 +82,13 @@ func setHyperV(fl *libvirtxml.DomainFeatureList, f *virtv1.Features, emulation b
 	}
 	if t := h.SyNICTimer; t != nil {
 		hv.STimer = &libvirtxml.DomainFeatureHyperVSTimer{DomainFeatureState: *state(&t.FeatureState), Direct: state(t.Direct)}
+		hypervClock = enabled(&t.FeatureState, true) // qemu's hv-stimer needs hv-time
 	}
 	if v := h.VendorID; v != nil {
 		hv.VendorId = &libvirtxml.DomainFeatureHyperVVendorId{DomainFeatureState: *state(&v.FeatureState), Value: v.VendorID}
 	}
 	fl.HyperV = hv
-	return nil
+	return hypervClock, nil
 }
 
 // state is a feature's libvirt state: on unless disabled; nil when the spec does not mention it.

@@ -5,7 +5,6 @@
 package isoimage
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,8 +78,12 @@ func Write(path, label string, files []File) (err error) {
 
 // FromDir reads the files of a Kubernetes volume directory (a ConfigMap, Secret, projected or
 // downward API volume): its visible entries, whose targets the kubelet swaps atomically behind
-// "..data". Nested paths are flattened with "/" kept out: a key "a/b" becomes a file "a_b".
+// "..data", following the kubelet's symlinks; a key with directories ("labels/app") keeps them.
 func FromDir(dir string) ([]File, error) {
+	return fromDir(dir, "")
+}
+
+func fromDir(dir, prefix string) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", dir, err)
@@ -90,15 +93,24 @@ func FromDir(dir string) ([]File, error) {
 		if len(e.Name()) >= 2 && e.Name()[:2] == ".." {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		var pe *os.PathError
-		if errors.As(err, &pe) && e.IsDir() {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", prefix+e.Name(), err)
+		}
+		if fi.IsDir() {
+			sub, err := fromDir(p, prefix+e.Name()+"/")
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, sub...)
 			continue
 		}
+		data, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", e.Name(), err)
+			return nil, fmt.Errorf("read %s: %w", prefix+e.Name(), err)
 		}
-		files = append(files, File{Name: e.Name(), Data: data})
+		files = append(files, File{Name: prefix + e.Name(), Data: data})
 	}
 	return files, nil
 }

@@ -18,12 +18,14 @@ func TestFromDirReadsTheKeysOfAKubernetesVolume(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(ts, "greeting"), []byte("hello"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(ts, "config.json"), []byte("{}"), 0o644))
 	require.NoError(t, os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data")))
-	for _, k := range []string{"greeting", "config.json"} {
+	require.NoError(t, os.MkdirAll(filepath.Join(ts, "labels"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ts, "labels", "app"), []byte("web"), 0o644))
+	for _, k := range []string{"greeting", "config.json", "labels"} {
 		require.NoError(t, os.Symlink(filepath.Join("..data", k), filepath.Join(dir, k)))
 	}
 	files, err := FromDir(dir)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []File{{Name: "config.json", Data: []byte("{}")}, {Name: "greeting", Data: []byte("hello")}}, files)
+	assert.ElementsMatch(t, []File{{Name: "config.json", Data: []byte("{}")}, {Name: "greeting", Data: []byte("hello")}, {Name: "labels/app", Data: []byte("web")}}, files)
 
 	iso := filepath.Join(t.TempDir(), "cfg.iso")
 	require.NoError(t, Write(iso, "cfgdata", files))
