@@ -56,13 +56,22 @@ func Objects(dir string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read object: %w", err)
 		}
-		obj := map[string]any{}
-		if err := yaml.UnmarshalStrict(raw, &obj); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+		obj, err := decode(f, raw)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, &unstructured.Unstructured{Object: obj})
+		out = append(out, obj)
 	}
 	return out, nil
+}
+
+// decode reads one object strictly.
+func decode(file string, raw []byte) (*unstructured.Unstructured, error) {
+	obj := map[string]any{}
+	if err := yaml.UnmarshalStrict(raw, &obj); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return &unstructured.Unstructured{Object: obj}, nil
 }
 
 func load(file string) (Manifest, error) {
@@ -81,12 +90,8 @@ func load(file string) (Manifest, error) {
 	case strings.TrimSpace(expect) != "accepted":
 		return m, fmt.Errorf("%s: unknown expectation %q", file, expect)
 	}
-	obj := map[string]any{}
-	if err := yaml.UnmarshalStrict(raw, &obj); err != nil {
-		return m, fmt.Errorf("%s: %w", file, err)
-	}
-	m.Object = &unstructured.Unstructured{Object: obj}
-	return m, nil
+	m.Object, err = decode(file, raw)
+	return m, err
 }
 
 // Contains reports whether every field set in want has the same value in got (lists item by

@@ -16,14 +16,6 @@ import (
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
-// The kinds a VM's matchers may name; an empty kind means the cluster-wide one.
-const (
-	KindInstancetype        = itv1beta1.KindInstancetype
-	KindClusterInstancetype = itv1beta1.KindClusterInstancetype
-	KindPreference          = itv1beta1.KindPreference
-	KindClusterPreference   = itv1beta1.KindClusterPreference
-)
-
 // ref is one matcher of a VM, resolved to the object it names.
 type ref struct {
 	kind, name, revision string
@@ -37,7 +29,7 @@ func instancetypeRef(vm *virtv1.VirtualMachine) *ref {
 	}
 	kind := m.Kind
 	if kind == "" {
-		kind = KindClusterInstancetype
+		kind = itv1beta1.KindClusterInstancetype
 	}
 	return &ref{kind: kind, name: m.Name, revision: m.RevisionName, path: field.NewPath("spec", "instancetype")}
 }
@@ -49,17 +41,22 @@ func preferenceRef(vm *virtv1.VirtualMachine) *ref {
 	}
 	kind := m.Kind
 	if kind == "" {
-		kind = KindClusterPreference
+		kind = itv1beta1.KindClusterPreference
 	}
 	return &ref{kind: kind, name: m.Name, revision: m.RevisionName, path: field.NewPath("spec", "preference")}
 }
 
+// status is where vm's status records the revision of r's kind (instancetype or preference).
+func (r *ref) status(vm *virtv1.VirtualMachine) **virtv1.InstancetypeStatusRef {
+	if r.kind == itv1beta1.KindPreference || r.kind == itv1beta1.KindClusterPreference {
+		return &vm.Status.PreferenceRef
+	}
+	return &vm.Status.InstancetypeRef
+}
+
 // pinned is the revision vm's status records for the object r names ("" when none).
 func (r *ref) pinned(vm *virtv1.VirtualMachine) string {
-	status := vm.Status.InstancetypeRef
-	if r.kind == KindPreference || r.kind == KindClusterPreference {
-		status = vm.Status.PreferenceRef
-	}
+	status := *r.status(vm)
 	if status == nil || status.Name != r.name || status.Kind != r.kind || status.ControllerRevisionRef == nil {
 		return ""
 	}
@@ -69,16 +66,16 @@ func (r *ref) pinned(vm *virtv1.VirtualMachine) string {
 // object returns an empty object of r's kind.
 func (r *ref) object() (client.Object, error) {
 	switch r.kind {
-	case KindInstancetype:
+	case itv1beta1.KindInstancetype:
 		return &itv1beta1.VirtualMachineInstancetype{}, nil
-	case KindClusterInstancetype:
+	case itv1beta1.KindClusterInstancetype:
 		return &itv1beta1.VirtualMachineClusterInstancetype{}, nil
-	case KindPreference:
+	case itv1beta1.KindPreference:
 		return &itv1beta1.VirtualMachinePreference{}, nil
-	case KindClusterPreference:
+	case itv1beta1.KindClusterPreference:
 		return &itv1beta1.VirtualMachineClusterPreference{}, nil
 	}
-	return nil, field.NotSupported(r.path.Child("kind"), r.kind, []string{KindInstancetype, KindClusterInstancetype, KindPreference, KindClusterPreference})
+	return nil, field.NotSupported(r.path.Child("kind"), r.kind, []string{itv1beta1.KindInstancetype, itv1beta1.KindClusterInstancetype, itv1beta1.KindPreference, itv1beta1.KindClusterPreference})
 }
 
 // get reads the live object r names.
@@ -88,7 +85,7 @@ func (r *ref) get(ctx context.Context, c client.Reader, namespace string) (clien
 		return nil, err
 	}
 	key := client.ObjectKey{Name: r.name}
-	if r.kind == KindInstancetype || r.kind == KindPreference {
+	if r.kind == itv1beta1.KindInstancetype || r.kind == itv1beta1.KindPreference {
 		key.Namespace = namespace
 	}
 	if err := c.Get(ctx, key, obj); err != nil {
@@ -163,10 +160,7 @@ func Pin(ctx context.Context, r client.Reader, w client.Writer, vm *virtv1.Virtu
 		if m == nil {
 			continue
 		}
-		status := &vm.Status.InstancetypeRef
-		if m.kind == KindPreference || m.kind == KindClusterPreference {
-			status = &vm.Status.PreferenceRef
-		}
+		status := m.status(vm)
 		name := m.revision
 		if name == "" {
 			name = m.pinned(vm)

@@ -259,21 +259,13 @@ func ensurePVCImage(path string) error {
 // createSeed builds the NoCloud ISO; secrets come from secretsDir/<name>/<key>.
 func createSeed(vmi *virtv1.VirtualMachineInstance, f domainxml.File, secretsDir string) error {
 	lookup := func(name string) (map[string][]byte, error) {
-		dir := filepath.Join(secretsDir, name)
-		entries, err := os.ReadDir(dir)
+		files, err := isoimage.FromDir(filepath.Join(secretsDir, name))
 		if err != nil {
 			return nil, fmt.Errorf("read secret %s: %w", name, err)
 		}
 		data := map[string][]byte{}
-		for _, e := range entries {
-			if e.IsDir() || e.Name()[0] == '.' { // secret volumes keep ..data symlinks and dirs
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				return nil, fmt.Errorf("read secret %s key %s: %w", name, e.Name(), err)
-			}
-			data[e.Name()] = b
+		for _, f := range files {
+			data[f.Name] = f.Data
 		}
 		return data, nil
 	}
