@@ -76,6 +76,11 @@ func TestDataVolumesWithAndWithoutCDI(t *testing.T) {
 	crd := dataVolumeCRD()
 	require.NoError(t, e.Client.Create(ctx, crd))
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), crd) })
+	// The CRD is served once discovery lists it; a VM reconciled before that waits for the recheck.
+	eventually(t, "the apiserver serves CDI's DataVolume API", func() bool {
+		_, err := e.Client.RESTMapper().RESTMapping(vm.DataVolumeGVK.GroupKind(), vm.DataVolumeGVK.Version)
+		return err == nil
+	})
 	w := newVM(ns, "templated", virtv1.RunStrategyAlways)
 	w.Spec.Template.Spec.Volumes[0].VolumeSource = virtv1.VolumeSource{DataVolume: &virtv1.DataVolumeSource{Name: "templated-root"}}
 	w.Spec.DataVolumeTemplates = []virtv1.DataVolumeTemplateSpec{{

@@ -241,7 +241,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: d.retryAfter}, nil
+	result := ctrl.Result{RequeueAfter: d.retryAfter}
+	if d.waitingForClaims && len(s.vols.noCDI) > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > cdiRecheck) {
+		result.RequeueAfter = cdiRecheck
+	}
+	return result, nil
 }
 
 // act carries out the decision's action on the instance.

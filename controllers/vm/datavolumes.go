@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,10 @@ import (
 // the claim after the DataVolume). Podvirt does not run CDI; it creates a VM's DataVolumes when CDI
 // is installed and says so when it is not.
 var DataVolumeGVK = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"}
+
+// cdiRecheck is how often a VM waiting for claims only CDI would provision looks again whether CDI
+// has been installed since: installing an API sends no event to VMs.
+const cdiRecheck = 30 * time.Second
 
 // cdiInstalled reports whether the apiserver serves CDI's DataVolumes.
 func (r *Reconciler) cdiInstalled() (bool, error) {
