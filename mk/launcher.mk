@@ -5,8 +5,8 @@
 #   make launcher-test    unit tests + the real integration tests (root, qemu, libvirt) + image smoke test
 
 LAUNCHER_IMAGE ?= docker.io/podvirt/virt-launcher:dev
-# qemu + libvirt's QEMU driver, SeaBIOS and OVMF, and what the cgo build needs; curl for the image smoke test.
-LAUNCHER_PKGS  := qemu-system-x86 qemu-utils ipxe-qemu seabios ovmf libvirt-daemon libvirt-daemon-driver-qemu \
+# qemu + libvirt's QEMU driver, SeaBIOS and OVMF, swtpm (TPM) and what the cgo build needs; curl for the image smoke test.
+LAUNCHER_PKGS  := qemu-system-x86 qemu-utils ipxe-qemu seabios ovmf swtpm swtpm-tools gnutls-bin libvirt-daemon libvirt-daemon-driver-qemu \
 	libvirt-clients libvirt-dev pkg-config gcc libc6-dev curl util-linux
 LAUNCHER_ROOTFS = $(IMAGE_BUILD)/virt-launcher-rootfs
 # The launcher's user is defined once, in the launcher contract (launcherv1.LauncherUID).
@@ -32,7 +32,7 @@ launcher-bins: launcher-deps
 image-virt-launcher: launcher-bins
 	@test -n "$(LAUNCHER_UID)" || { echo "LauncherUID not found in api/launcher/v1/layout.go"; exit 1; }
 	@key=$$( { echo "uid $(LAUNCHER_UID)"; sha256sum $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk nodeagent/launcher/image/rootfs.sh | cut -d' ' -f1; \
-	  dpkg-query -W qemu-system-x86 qemu-utils ipxe-qemu seabios ovmf libvirt0 libvirt-daemon-driver-qemu libc6; } | sha256sum | cut -c1-16); \
+	  dpkg-query -W qemu-system-x86 qemu-utils ipxe-qemu seabios ovmf swtpm swtpm-tools gnutls-bin libvirt0 libvirt-daemon-driver-qemu libc6; } | sha256sum | cut -c1-16); \
 	if [ -f $(IMAGE_CACHE)/virt-launcher.tar ] && [ "$$(cat $(IMAGE_BUILD)/virt-launcher.key 2>/dev/null)" = "$$key" ]; then \
 	  echo "virt-launcher image up to date ($$key)"; exit 0; fi; \
 	set -e; nodeagent/launcher/image/rootfs.sh $(LAUNCHER_ROOTFS) $(IMAGE_BUILD)/virt-launcher $(IMAGE_BUILD)/container-disk; \

@@ -574,6 +574,14 @@ type TPMDevice struct {
 	Persistent *bool `json:"persistent,omitempty"`
 }
 
+// TPMEnabled reports whether the devices include a TPM: tpm is set and not disabled.
+func (d *Devices) TPMEnabled() bool { return d.TPM != nil && (d.TPM.Enabled == nil || *d.TPM.Enabled) }
+
+// TPMPersistent reports whether the TPM's state is kept across restarts.
+func (d *Devices) TPMPersistent() bool {
+	return d.TPMEnabled() && d.TPM.Persistent != nil && *d.TPM.Persistent
+}
+
 // VideoDevice configures the guest's video device.
 type VideoDevice struct {
 	// Type of the video device, such as virtio, vga, bochs or ramfb; the default depends on architecture and firmware.

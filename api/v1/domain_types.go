@@ -131,6 +131,9 @@ type CPU struct {
 	Realtime *Realtime `json:"realtime,omitempty"`
 }
 
+// DefaultCPUFeaturePolicy is a CPU feature's policy when it names none.
+const DefaultCPUFeaturePolicy = "require"
+
 // CPUFeature turns one CPU feature on or off.
 type CPUFeature struct {
 	// Name of the feature (libvirt's name, e.g. vmx).

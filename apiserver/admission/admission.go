@@ -99,6 +99,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	errs = append(errs, validateDeviceNames(spec, domain.Child("devices"))...)
 	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
 	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
+	errs = append(errs, validateBridges(spec, domain.Child("devices", "interfaces"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
@@ -154,6 +155,25 @@ func validateDeviceNames(spec *virtv1.VirtualMachineInstanceSpec, devices *field
 	}
 	for i, h := range spec.Domain.Devices.HostDevices {
 		check(devices.Child("hostDevices").Index(i).Child("deviceName"), h.DeviceName)
+	}
+	return errs
+}
+
+// validateBridges allows the bridge binding on Multus networks only: the Pod network is user-mode
+// networking here, which only the masquerade binding uses.
+func validateBridges(spec *virtv1.VirtualMachineInstanceSpec, interfaces *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, iface := range spec.Domain.Devices.Interfaces {
+		if iface.Bridge == nil {
+			continue
+		}
+		multus := false
+		for _, n := range spec.Networks {
+			multus = multus || (n.Name == iface.Name && n.Multus != nil)
+		}
+		if !multus {
+			errs = append(errs, field.Forbidden(interfaces.Index(i).Child("bridge"), NotSupported+": the Pod network is user-mode here; use masquerade"))
+		}
 	}
 	return errs
 }

@@ -94,7 +94,10 @@ func TestFamiliesCoverEveryField(t *testing.T) {
 
 func TestUnsupportedNamesTheField(t *testing.T) {
 	s := spec()
-	s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, virtv1.Interface{Name: "b", Bridge: &virtv1.InterfaceBridge{}})
+	s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, virtv1.Interface{Name: "b", Bridge: &virtv1.InterfaceBridge{}},
+		virtv1.Interface{Name: "m", Bridge: &virtv1.InterfaceBridge{}}) // a bridge on a Multus network is stored
+	s.Networks = append(s.Networks, virtv1.Network{Name: "b", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}},
+		virtv1.Network{Name: "m", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan"}}})
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a"}, {Name: "n", IO: virtv1.IONative}}
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(true)
 	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("LiveMigrate"))

@@ -67,6 +67,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.PrivateDir, "private-dir", launcherv1.PrivateDir, "the Pod's private directory (sockets, logs, disks)")
 	fs.StringVar(&cfg.PVCRoot, "pvc-root", launcherv1.PVCMountRoot, "where PVC volumes are mounted")
 	fs.StringVar(&cfg.SecretsDir, "secrets-dir", launcherv1.SecretMountRoot, "where cloud-init Secrets are mounted")
+	fs.StringVar(&cfg.StateDir, "state-dir", launcherv1.PersistentStateDir, "where the VM's persistent state volume is mounted")
 	fs.StringVar(&cfg.LibvirtRoot, "libvirt-root", "/var/lib/virt-launcher", "writable directory for the embedded libvirt driver")
 	fs.StringVar(&cfg.QemuImg, "qemu-img", "qemu-img", "qemu-img binary")
 	if err := fs.Parse(args); err != nil {

@@ -65,24 +65,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		res, retErr = statuspatch.Result(res, retErr, r.writeStatus(ctx, orig, vmi))
 	}()
-	return ctrl.Result{}, r.reconcileNormal(ctx, vmi)
+	return r.reconcileNormal(ctx, vmi)
 }
 
-func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
+func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (ctrl.Result, error) {
 	if vmi.Status.Phase.IsFinal() {
-		return r.stopFinishedPod(ctx, vmi)
+		return ctrl.Result{}, r.stopFinishedPod(ctx, vmi)
 	}
 	pod, err := r.launcherPod(ctx, vmi, vmi.Status.Phase != "" && vmi.Status.Phase != virtv1.Pending)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if pod == nil && (vmi.Status.Phase == "" || vmi.Status.Phase == virtv1.Pending) {
+		held, retry, err := r.holdForMultus(vmi)
+		if held || err != nil {
+			return ctrl.Result{RequeueAfter: retry}, err
+		}
 		if pod, err = r.createPod(ctx, vmi); pod == nil {
-			return err
+			return ctrl.Result{}, err
 		}
 	}
 	observePod(vmi, pod, metav1.NewTime(r.Clock.Now()))
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // stopFinishedPod deletes the launcher Pod of a final instance if it still runs (e.g. the guest
@@ -130,7 +134,10 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonInvalidSpec, "Create", "Cannot run this instance: %v", err)
 		return nil, nil
 	}
-	err = r.Client.Create(ctx, pod)
+	err = r.ensurePersistentState(ctx, vmi)
+	if err == nil {
+		err = r.Client.Create(ctx, pod)
+	}
 	if apierrors.IsAlreadyExists(err) {
 		// Created by an earlier pass whose result the cache has not seen yet.
 		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), pod)

@@ -148,7 +148,8 @@ var (
 )
 
 // podVolumes: the private and bin emptyDirs, one secret volume per Secret the cloud-init volumes
-// name, one volume per PVC; and the compute container's mounts of them.
+// name, one volume per PVC, config disk or host disk directory, the persistent state claim; and
+// the compute container's mounts of them.
 func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.VolumeMount) {
 	mounts := []corev1.VolumeMount{privateMount}
 	volumes := []corev1.Volume{
@@ -196,6 +197,12 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 			}})
 			mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.PVCMountRoot, v.Name), ReadOnly: readOnly})
 		}
+	}
+	if vmi.Spec.Domain.Devices.TPMPersistent() {
+		volumes = append(volumes, corev1.Volume{Name: launcherv1.PersistentStateVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PersistentStateClaim(vmi)},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: launcherv1.PersistentStateVolume, MountPath: launcherv1.PersistentStateDir})
 	}
 	return volumes, mounts
 }

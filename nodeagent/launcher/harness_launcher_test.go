@@ -90,6 +90,10 @@ type pod struct {
 	client  *http.Client
 }
 
+// stateDir is where the pods of VMI ns/name find their persistent state volume (absent unless the
+// test creates it).
+func stateDir(name string) string { return filepath.Join(shared.dir, "state-"+name) }
+
 // startPod starts `virt-launcher run` for VMI ns/name with a fresh private dir.
 func startPod(t *testing.T, name string) *pod {
 	t.Helper()
@@ -107,8 +111,9 @@ func startPod(t *testing.T, name string) *pod {
 		t.Fatal(err)
 	}
 	// Like the Pod: loopback up, and the safe sysctl that lets the non-root launcher forward ports < 1024.
-	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s",
-		podUID, podUID, shared.bin, name, private, shared.root)
+	// The persistent state volume, if the test made it (stateDir), outlives the pod.
+	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s",
+		podUID, podUID, shared.bin, name, private, shared.root, stateDir(name))
 	cmd := exec.Command("unshare", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {

@@ -48,9 +48,32 @@ type hypervisor struct {
 // EmbedURI is the connection URI of the embedded QEMU driver rooted at root.
 func EmbedURI(root string) string { return "qemu:///embed?root=" + root }
 
+// swtpmSetupConf is swtpm_setup's configuration, which it reads from $XDG_CONFIG_HOME when not root:
+// libvirt runs swtpm_setup to manufacture a new TPM's state, and swtpm_localca signs its
+// endorsement-key and platform certificates with a CA kept under the embedded driver's root (the
+// system one under /var/lib is not writable by the launcher's user). %[1]s is the config directory.
+const swtpmSetupConf = `create_certs_tool = /usr/bin/swtpm_localca
+create_certs_tool_config = %[1]s/swtpm-localca.conf
+create_certs_tool_options = %[1]s/swtpm-localca.options
+active_pcr_banks = sha256
+`
+
+// swtpmLocalCAConf is swtpm_localca's configuration; %[1]s is the directory of its CA.
+const swtpmLocalCAConf = `statedir = %[1]s
+signingkey = %[1]s/signkey.pem
+issuercert = %[1]s/issuercert.pem
+certserial = %[1]s/certserial
+`
+
+// swtpmLocalCAOptions describe the platform in the TPM's platform certificate.
+const swtpmLocalCAOptions = `--platform-manufacturer Podvirt
+--platform-version 2.1
+--platform-model QEMU
+`
+
 // PrepareLibvirtEnv points the variables the unprivileged driver reads (HOME, XDG_*) at root, so
-// nothing is written outside it (a non-root container user often has no writable home). Call it
-// from main before anything else touches libvirt.
+// nothing is written outside it (a non-root container user often has no writable home), and writes
+// the configuration swtpm reads from there. Call it from main before anything else touches libvirt.
 func PrepareLibvirtEnv(root string) error {
 	for k, sub := range map[string]string{"HOME": "home", "XDG_CACHE_HOME": "home/.cache",
 		"XDG_CONFIG_HOME": "home/.config", "XDG_RUNTIME_DIR": "home/.run"} {
@@ -60,6 +83,19 @@ func PrepareLibvirtEnv(root string) error {
 		}
 		if err := os.Setenv(k, dir); err != nil {
 			return fmt.Errorf("set %s: %w", k, err)
+		}
+	}
+	config, ca := filepath.Join(root, "home/.config"), filepath.Join(root, "swtpm-localca")
+	if err := os.MkdirAll(ca, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", ca, err)
+	}
+	for name, content := range map[string]string{
+		"swtpm_setup.conf":      fmt.Sprintf(swtpmSetupConf, config),
+		"swtpm-localca.conf":    fmt.Sprintf(swtpmLocalCAConf, ca),
+		"swtpm-localca.options": swtpmLocalCAOptions,
+	} {
+		if err := os.WriteFile(filepath.Join(config, name), []byte(content), 0o600); err != nil {
+			return fmt.Errorf("write swtpm configuration: %w", err)
 		}
 	}
 	return nil

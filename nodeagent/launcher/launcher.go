@@ -39,6 +39,8 @@ type Config struct {
 	PVCRoot string
 	// SecretsDir is launcherv1.SecretMountRoot in a Pod.
 	SecretsDir string
+	// StateDir is launcherv1.PersistentStateDir in a Pod: the VM's persistent state (a persistent TPM's).
+	StateDir string
 	// LibvirtRoot is the embedded driver's private directory (writable, container-local).
 	LibvirtRoot string
 	// QemuImg is the qemu-img binary.

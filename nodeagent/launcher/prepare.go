@@ -209,6 +209,30 @@ func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan 
 	return nil
 }
 
+// linkTPMState points the embedded driver's swtpm state directory for the domain (lib/swtpm/<uuid>
+// under its root) at the persistent state volume, so the TPM keeps its state across restarts:
+// swtpm_setup manufactures a TPM there only when none is there yet.
+func linkTPMState(cfg *Config, uuid string) error {
+	if _, err := os.Stat(cfg.StateDir); err != nil { // not made here: its content would not persist
+		return fmt.Errorf("%w: spec.domain.devices.tpm.persistent: no persistent state volume: %w", errBadRequest, err)
+	}
+	state := filepath.Join(cfg.StateDir, launcherv1.TPMStateSubdir)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return fmt.Errorf("create the TPM state directory: %w", err)
+	}
+	link := filepath.Join(cfg.LibvirtRoot, "lib", "swtpm", uuid)
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		return fmt.Errorf("create swtpm directory: %w", err)
+	}
+	if err := os.RemoveAll(link); err != nil {
+		return fmt.Errorf("remove old swtpm state link: %w", err)
+	}
+	if err := os.Symlink(state, link); err != nil {
+		return fmt.Errorf("link the TPM state to the persistent state volume: %w", err)
+	}
+	return nil
+}
+
 // createOverlay makes a fresh qcow2 overlay on top of the read-only image the disk container copied.
 func createOverlay(ctx context.Context, f domainxml.File, qemuImg string) error {
 	if err := os.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {

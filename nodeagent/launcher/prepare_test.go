@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"libvirt.org/go/libvirt"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -169,5 +171,43 @@ func TestAwaitInputs(t *testing.T) {
 	err = awaitInputs(short(), vmi, cfg)
 	if !errors.Is(err, errBadRequest) || !strings.Contains(err.Error(), "spec.domain.firmware.kernelBoot.container.kernelPath: source: stat /boot/vmlinuz") {
 		t.Fatalf("a failed copy: %v, want errBadRequest naming the field and the cause", err)
+	}
+}
+
+// libvirt refusing a configuration fails the instance (a bad request); failing to start it does not.
+func TestRefusedConfig(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("start: %w", libvirt.Error{Code: libvirt.ERR_CONFIG_UNSUPPORTED, Message: "TPM version '2.0' is not supported"}), true},
+		{libvirt.Error{Code: libvirt.ERR_XML_ERROR}, true},
+		{libvirt.Error{Code: libvirt.ERR_INTERNAL_ERROR, Message: "qemu unexpectedly closed the monitor"}, false},
+		{errors.New("plain"), false},
+	} {
+		if got := refusedConfig(tc.err); got != tc.want {
+			t.Errorf("refusedConfig(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// A persistent TPM's state goes to the state volume, which must be there (mounted), never made.
+func TestLinkTPMState(t *testing.T) {
+	root, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
+	cfg := &Config{LibvirtRoot: root, StateDir: state}
+	if err := linkTPMState(cfg, "u-1"); !errors.Is(err, errBadRequest) {
+		t.Fatalf("without the state volume: want a bad request, got %v", err)
+	}
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a second start finds the link of the first
+		if err := linkTPMState(cfg, "u-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target, err := os.Readlink(filepath.Join(root, "lib", "swtpm", "u-1"))
+	if err != nil || target != filepath.Join(state, launcherv1.TPMStateSubdir) {
+		t.Errorf("link to %q (%v), want the state volume's %s", target, err, launcherv1.TPMStateSubdir)
 	}
 }

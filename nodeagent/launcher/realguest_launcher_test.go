@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -81,7 +83,8 @@ func TestRealGuestContainerDisk(t *testing.T) {
 }
 
 // TestRealGuestEFI boots the demo disk through OVMF (no Secure Boot) in 256Mi: the firmware finds the
-// disk's \EFI\BOOT\BOOTX64.EFI (syslinux.efi), which starts the kernel's EFI stub.
+// disk's \EFI\BOOT\BOOTX64.EFI (syslinux.efi), which starts the kernel's EFI stub. The VM has a TPM
+// (swtpm, manufactured by swtpm_setup as the launcher's user), which the guest kernel finds.
 func TestRealGuestEFI(t *testing.T) {
 	guest := demoGuest(t)
 	p := startPod(t, "efi")
@@ -90,6 +93,7 @@ func TestRealGuestEFI(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.Spec.Domain.Firmware.Bootloader = &virtv1.Bootloader{EFI: &virtv1.EFI{SecureBoot: new(bool)}}
+	v.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{}
 	// Under OVMF the demo guest needs ≥ 128 MiB (at 122 MiB it hangs after syslinux.efi loads it).
 	v.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi")
 	v.Spec.Domain.Devices.Disks = []virtv1.Disk{{Name: "containerdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}}}
@@ -106,6 +110,61 @@ func TestRealGuestEFI(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), "efi: EFI v") {
 		t.Errorf("the kernel did not start under EFI:\n%s", raw)
+	}
+	if !strings.Contains(string(raw), "2.0 TPM") {
+		t.Errorf("the guest found no TPM 2.0:\n%s", raw)
+	}
+}
+
+// tpmEKUserData prints a digest of the TPM's endorsement key (the demo guest's tpm-ek).
+const tpmEKUserData = "#!/bin/sh\ntpm-ek\n"
+
+// TestRealGuestPersistentTPM boots the demo guest twice with a persistent TPM on the same state
+// volume: the second guest sees the TPM the first one had (the same endorsement key), and the
+// state is on the volume.
+func TestRealGuestPersistentTPM(t *testing.T) {
+	guest := demoGuest(t)
+	if err := os.MkdirAll(stateDir("tpm"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(stateDir("tpm"), 0o777); err != nil { // a claim's directory is writable by the pod's fsGroup
+		t.Fatal(err)
+	}
+	ek := func() string {
+		p := startPod(t, "tpm")
+		v := vmi("tpm", 30)
+		if _, err := diskcopy.Copy(filepath.Join(guest, "demo.qcow2"), filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/"); err != nil {
+			t.Fatal(err)
+		}
+		v.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
+		v.Spec.Domain.Devices.Disks = []virtv1.Disk{{Name: "containerdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}}, {Name: "cloudinitdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}}}
+		v.Spec.Volumes = []virtv1.Volume{
+			{Name: "containerdisk", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "kubevirt/cirros-container-disk-demo:latest"}}},
+			{Name: "cloudinitdisk", VolumeSource: virtv1.VolumeSource{CloudInitNoCloud: &virtv1.CloudInitNoCloudSource{UserData: tpmEKUserData}}},
+		}
+		p.sync(v)
+		serial := filepath.Join(p.private, launcherv1.SerialLog)
+		waitLog(t, 90*time.Second, serial, "user-data exited")
+		raw, err := os.ReadFile(serial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`tpm ek: ([0-9a-f]{32})`).FindStringSubmatch(string(raw))
+		if m == nil {
+			t.Fatalf("the guest printed no endorsement key digest:\n%s", raw)
+		}
+		p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
+		if code, final := p.waitExit(45 * time.Second); code != 0 {
+			t.Fatalf("exit %d, final %+v", code, final)
+		}
+		return m[1]
+	}
+	first, second := ek(), ek()
+	if first != second {
+		t.Errorf("the TPM changed across restarts: endorsement key %s, then %s", first, second)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir("tpm"), launcherv1.TPMStateSubdir, "tpm2", "tpm2-00.permall")); err != nil {
+		t.Errorf("no TPM state on the persistent state volume: %v", err)
 	}
 }
 

@@ -46,6 +46,11 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	if err := prepareFiles(ctx, vmi, plan, g.cfg); err != nil {
 		return err
 	}
+	if vmi.Spec.Domain.Devices.TPMPersistent() {
+		if err := linkTPMState(g.cfg, plan.Domain.UUID); err != nil {
+			return err
+		}
+	}
 	for _, s := range []string{launcherv1.SerialSocket, launcherv1.VNCSocket} {
 		if err := os.Remove(filepath.Join(g.cfg.PrivateDir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", s, err)
@@ -58,6 +63,9 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	t1 := time.Now()
 	dom, err := g.hv.conn.DomainCreateXML(x, libvirt.DOMAIN_START_PAUSED)
 	if err != nil {
+		if refusedConfig(err) { // the same instance would be refused again: fail it, saying why
+			return fmt.Errorf("%w: libvirt cannot run this instance: %w", errBadRequest, err)
+		}
 		return fmt.Errorf("start domain: %w", err)
 	}
 	if err := g.afterCreate(dom, vmi, plan); err != nil {
@@ -191,4 +199,18 @@ func unitBytes(unit string) int64 {
 		return 1 << 30
 	}
 	return 1
+}
+
+// refusedConfig reports whether libvirt refused the domain's configuration itself (unsupported or
+// invalid), as opposed to failing to start it.
+func refusedConfig(err error) bool {
+	var lerr libvirt.Error
+	if !errors.As(err, &lerr) {
+		return false
+	}
+	switch lerr.Code {
+	case libvirt.ERR_CONFIG_UNSUPPORTED, libvirt.ERR_XML_ERROR, libvirt.ERR_XML_DETAIL, libvirt.ERR_INVALID_ARG:
+		return true
+	}
+	return false
 }

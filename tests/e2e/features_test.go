@@ -23,6 +23,7 @@ import (
 	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	vmictl "github.com/podvirt/podvirt/controllers/vmi"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -32,10 +33,13 @@ echo "rng: $(cat /sys/class/misc/hw_random/rng_current)"
 echo "balloon: $(ls /sys/bus/virtio/drivers/virtio_balloon/ | grep -c virtio)"
 echo "pci: $(cat /sys/bus/pci/devices/*/device | tr '\n' ' ')"
 echo "epoch: $(date +%s)"
+echo "tpm: $(cat /sys/class/tpm/tpm0/tpm_version_major)"
+echo "cpu flags: $(grep -m1 ^flags /proc/cpuinfo | cut -d: -f2) ."
 `
 
 // KubeVirt fields Podvirt implements reach a real guest: virtio-rng is the guest's hardware RNG, the
-// balloon and the i6300esb watchdog are on its buses, and its clock runs an hour ahead of UTC.
+// balloon and the i6300esb watchdog are on its buses, it has a TPM 2.0 (swtpm), its CPU has the
+// features asked for (aes on, SSE3 off), and its clock runs an hour ahead of UTC.
 func TestKubeVirtDevicesAndClockInTheGuest(t *testing.T) {
 	f := framework.New(t)
 	requireDeployed(f)
@@ -44,6 +48,8 @@ func TestKubeVirtDevicesAndClockInTheGuest(t *testing.T) {
 	spec.Domain.Devices.Rng = &virtv1.Rng{}
 	spec.Domain.Devices.AutoattachMemBalloon = ptr.To(true)
 	spec.Domain.Devices.Watchdog = &virtv1.Watchdog{Name: "wd", I6300ESB: &virtv1.I6300ESBWatchdog{Action: virtv1.WatchdogActionPoweroff}}
+	spec.Domain.Devices.TPM = &virtv1.TPMDevice{}
+	spec.Domain.CPU = &virtv1.CPU{Features: []virtv1.CPUFeature{{Name: "aes"}, {Name: "pni", Policy: "disable"}}}
 	spec.Domain.Clock = &virtv1.Clock{ClockOffset: virtv1.ClockOffset{UTC: &virtv1.ClockOffsetUTC{OffsetSeconds: ptr.To(3600)}}}
 	f.Create(vm)
 	vmi := waitRunning(t, f, "devices", "")
@@ -59,6 +65,12 @@ func TestKubeVirtDevicesAndClockInTheGuest(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`pci: (.*)`).FindStringSubmatch(console); m == nil || !strings.Contains(m[1], "0x25ab") {
 		t.Errorf("no i6300esb (8086:25ab) on the guest's PCI bus; console:\n%s", tail(console, 20))
+	}
+	if m := regexp.MustCompile(`cpu flags: (.*)`).FindStringSubmatch(console); m == nil || !strings.Contains(m[1], " aes ") || strings.Contains(m[1], " pni ") {
+		t.Errorf("the guest CPU should have aes and not pni (SSE3); console:\n%s", tail(console, 20))
+	}
+	if !strings.Contains(console, "tpm: 2") {
+		t.Errorf("the guest has no TPM 2.0; console:\n%s", tail(console, 20))
 	}
 	m := regexp.MustCompile(`epoch: (\d+)`).FindStringSubmatch(console)
 	if m == nil {
@@ -93,15 +105,88 @@ func TestGPUUnschedulableAndRefusedFieldsNamed(t *testing.T) {
 			fmt.Errorf("status %s, conditions %q", cur.Status.PrintableStatus, msg)
 	})
 
-	tpm := demoVM(f.Namespace, "tpm", virtv1.RunStrategyHalted, 0, "")
-	tpm.Spec.Template.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{}
-	err := f.Client.Create(f.Context(), tpm)
-	const want = "spec.template.spec.domain.devices.tpm: Forbidden: not supported by Podvirt"
+	sound := demoVM(f.Namespace, "sound", virtv1.RunStrategyHalted, 0, "")
+	sound.Spec.Template.Spec.Domain.Devices.Sound = &virtv1.SoundDevice{Name: "audio"}
+	err := f.Client.Create(f.Context(), sound)
+	const want = "spec.template.spec.domain.devices.sound: Forbidden: not supported by Podvirt"
 	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("a VM with a TPM: want %q, got %v", want, err)
+		t.Errorf("a VM with a sound card: want %q, got %v", want, err)
 	}
-	if err := f.Client.Get(f.Context(), client.ObjectKeyFromObject(tpm), &virtv1.VirtualMachine{}); err == nil {
+	if err := f.Client.Get(f.Context(), client.ObjectKeyFromObject(sound), &virtv1.VirtualMachine{}); err == nil {
 		t.Errorf("the refused VM was stored")
+	}
+}
+
+// A VM with a persistent TPM keeps the same TPM (its endorsement key) across a stop and start, its
+// state on a claim the VM owns.
+func TestPersistentTPMKeepsItsKeysAcrossStopStart(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	const name = "tpm"
+	vm := demoVM(f.Namespace, name, virtv1.RunStrategyAlways, 30, "#!/bin/sh\ntpm-ek\n")
+	vm.Spec.Template.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
+	f.Create(vm)
+	ekLine := regexp.MustCompile(`tpm ek: ([0-9a-f]{32})`)
+	ek := func(vmi *virtv1.VirtualMachineInstance) string {
+		consoleContains(t, f, vmi, "tpm ek: ")
+		logs := f.PodLogs(vmi.Status.LauncherPod, launcherv1.ConsoleLogContainer)
+		m := ekLine.FindStringSubmatch(logs)
+		if m == nil {
+			t.Fatalf("the guest printed no endorsement key digest; console:\n%s", tail(logs, 15))
+		}
+		return m[1]
+	}
+	first := waitRunning(t, f, name, "")
+	before := ek(first)
+	setRunStrategy(t, f, name, virtv1.RunStrategyHalted)
+	waitGone(t, f, name, 2*time.Minute)
+	setRunStrategy(t, f, name, virtv1.RunStrategyAlways)
+	if after := ek(waitRunning(t, f, name, string(first.UID))); after != before {
+		t.Errorf("the TPM changed across stop/start: endorsement key %s, then %s", before, after)
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: vmictl.PersistentStateClaim(first)}, pvc); err != nil {
+		t.Fatalf("the persistent state claim: %v", err)
+	}
+	if owner := metav1.GetControllerOf(pvc); owner == nil || owner.Kind != "VirtualMachine" || owner.Name != name {
+		t.Errorf("the persistent state claim is owned by %+v, want the VM", owner)
+	}
+}
+
+// A VM with a Multus network on a cluster without Multus is stored and says, naming the network,
+// that it waits for Multus; it gets no launcher Pod.
+func TestMultusNetworkWithoutMultusSaysSo(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	vm := demoVM(f.Namespace, "multus", virtv1.RunStrategyAlways, 0, "")
+	spec := &vm.Spec.Template.Spec
+	spec.Domain.Devices.Interfaces = []virtv1.Interface{
+		{Name: "default", Masquerade: &virtv1.InterfaceMasquerade{}},
+		{Name: "storage", Bridge: &virtv1.InterfaceBridge{}},
+	}
+	spec.Networks = []virtv1.Network{
+		{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}},
+		{Name: "storage", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan-200"}}},
+	}
+	f.Create(vm)
+	f.Eventually("the VM says it needs Multus, naming the network", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		cur := &virtv1.VirtualMachine{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(vm), cur); err != nil {
+			return false, err
+		}
+		for _, c := range cur.Status.Conditions {
+			if c.Type == virtv1.VirtualMachineReady && c.Reason == vmictl.ReasonMultusNotInstalled && strings.Contains(c.Message, "storage (vlan-200)") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", cur.Status.Conditions)
+	})
+	pods := &corev1.PodList{}
+	if err := f.Client.List(f.Context(), pods, client.InNamespace(f.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("a launcher Pod was created for a VM whose network is missing: %s", pods.Items[0].Name)
 	}
 }
 

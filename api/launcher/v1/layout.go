@@ -68,6 +68,15 @@ const (
 	// a VMI are mounted (ConfigDiskMountRoot/<volume name>/); the launcher makes each an ISO disk.
 	ConfigDiskMountRoot = "/var/run/podvirt-configdisks"
 
+	// PersistentStateVolume is the launcher Pod's volume of the claim that keeps a VM's state across
+	// restarts (a persistent TPM's); it is mounted at PersistentStateDir in the compute container.
+	PersistentStateVolume = "persistent-state"
+	// PersistentStateDir is where PersistentStateVolume is mounted; the TPM's state is in its
+	// TPMStateSubdir.
+	PersistentStateDir = "/var/run/podvirt-state"
+	// TPMStateSubdir holds swtpm's state, relative to PersistentStateDir.
+	TPMStateSubdir = "swtpm"
+
 	// SecretMountRoot is where the Secrets a VMI's cloudInitNoCloud volumes refer to (secretRef,
 	// networkDataSecretRef) are mounted read-only in the compute container: SecretMountRoot/<secret
 	// name>/<key>, one file per key (an ordinary secret volume).

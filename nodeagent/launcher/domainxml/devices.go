@@ -11,8 +11,8 @@ import (
 // The host entropy source behind a virtio-rng device.
 const rngSource = "/dev/urandom"
 
-// addDevices adds the optional devices a spec asks for: virtio-rng, a watchdog, input devices and
-// the memory balloon (none unless autoattachMemBalloon: it costs memory and nothing here uses it).
+// addDevices adds the optional devices a spec asks for: virtio-rng, a watchdog, input devices, a TPM
+// and the memory balloon (none unless autoattachMemBalloon: it costs memory and nothing here uses it).
 func addDevices(dom *libvirtxml.Domain, d *virtv1.Devices) {
 	devs := dom.Devices
 	if d.Rng != nil {
@@ -37,6 +37,16 @@ func addDevices(dom *libvirtxml.Domain, d *virtv1.Devices) {
 	}
 	if len(d.Inputs) == 0 && d.AutoattachInputDevice != nil && *d.AutoattachInputDevice {
 		devs.Inputs = []libvirtxml.DomainInput{{Type: string(virtv1.InputTypeTablet), Bus: string(virtv1.InputBusUSB)}}
+	}
+	if d.TPMEnabled() {
+		// A TPM 2.0 emulated by swtpm, which libvirt starts beside qemu. Its state lives under the
+		// embedded driver's root: new on every start, unless persistent (the launcher links it to the
+		// persistent state volume, and libvirt must not delete it when the domain goes).
+		emulator := &libvirtxml.DomainTPMBackendEmulator{Version: "2.0"}
+		if d.TPMPersistent() {
+			emulator.PersistentState = "yes"
+		}
+		devs.TPMs = []libvirtxml.DomainTPM{{Model: "tpm-tis", Backend: &libvirtxml.DomainTPMBackend{Emulator: emulator}}}
 	}
 	devs.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
 	if d.AutoattachMemBalloon != nil && *d.AutoattachMemBalloon {

@@ -222,13 +222,18 @@ func setFirmware(dom *libvirtxml.Domain, vmi *virtv1.VirtualMachineInstance) err
 	return nil
 }
 
-// setCPU sets vCPUs and topology. Under emulation host-model/host-passthrough mean nothing (there is
-// no host CPU to copy), so the emulator's default model is used.
+// emulatedCPUModel is qemu's default x86-64 CPU model under emulation (TCG); named where CPU
+// features need a model to apply to.
+const emulatedCPUModel = "qemu64"
+
+// setCPU sets vCPUs, topology, the model and its features. Under emulation host-model/host-passthrough
+// mean nothing (there is no host CPU to copy), so the emulator's default model is used.
 func setCPU(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
 	sockets, cores, threads := spec.CPUTopology()
 	model := ""
+	var features []virtv1.CPUFeature
 	if spec.CPU != nil {
-		model = spec.CPU.Model
+		model, features = spec.CPU.Model, spec.CPU.Features
 	}
 	dom.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: uint(spec.VCPUs())}
 	cpu := &libvirtxml.DomainCPU{
@@ -245,6 +250,18 @@ func setCPU(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
 		cpu.Model = &libvirtxml.DomainCPUModel{Value: model, Fallback: "forbid"}
 	case !emulation:
 		cpu.Mode = "host-model"
+	}
+	if len(features) > 0 && cpu.Mode == "" && cpu.Model == nil {
+		// Features change a model: the emulator's default one, named.
+		cpu.Mode, cpu.Match = "custom", "exact"
+		cpu.Model = &libvirtxml.DomainCPUModel{Value: emulatedCPUModel, Fallback: "forbid"}
+	}
+	for _, f := range features {
+		policy := f.Policy
+		if policy == "" {
+			policy = virtv1.DefaultCPUFeaturePolicy
+		}
+		cpu.Features = append(cpu.Features, libvirtxml.DomainCPUFeature{Policy: policy, Name: f.Name})
 	}
 	dom.CPU = cpu
 }

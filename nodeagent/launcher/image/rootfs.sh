@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Assembles the root filesystem of the launcher image (docker.io/podvirt/virt-launcher) from this
-# machine's Debian packages: only qemu-system-x86_64, qemu-img and libvirt's QEMU driver with their exact
-# shared-library closure (ldd), the firmware q35 guests use, libvirt's CPU map, and the two Podvirt
+# machine's Debian packages: only qemu-system-x86_64, qemu-img, libvirt's QEMU driver and swtpm with
+# their exact shared-library closure (ldd), the firmware q35 guests use, libvirt's CPU map, and the two Podvirt
 # binaries. No shell, no package manager, no apt metadata.
 #
 #   nodeagent/launcher/image/rootfs.sh OUT_DIR VIRT_LAUNCHER CONTAINER_DISK
@@ -36,7 +36,10 @@ elfs=(/usr/bin/qemu-system-x86_64 /usr/bin/qemu-img
 	"$libvirt_modules/storage-file/libvirt_storage_file_fs.so"
 	# qemu's TCG accelerator is a module in Debian's build; virtio-vga/gpu need nothing else.
 	/usr/lib/$multiarch/qemu/accel-tcg-x86_64.so
-	/usr/lib/$multiarch/qemu/hw-display-virtio-{gpu,gpu-pci,vga}.so)
+	/usr/lib/$multiarch/qemu/hw-display-virtio-{gpu,gpu-pci,vga}.so
+	# devices.tpm: swtpm emulates the TPM (libvirt wants swtpm_ioctl too); swtpm_setup manufactures its state, swtpm_localca (with
+	# swtpm_cert and gnutls' certtool) signs its certificates. The launcher writes their configuration.
+	/usr/bin/{swtpm,swtpm_setup,swtpm_ioctl,swtpm_localca,swtpm_cert,certtool})
 install -m 0755 "$launcher" "$out/usr/bin/virt-launcher"
 install -m 0755 "$containerdisk" "$out/usr/bin/container-disk"
 for f in "${elfs[@]}"; do put "$f"; done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Boots the 512-byte test guest with the launcher image's root filesystem, the way a Pod would run it:
+# Boots the 512-byte test guest (with a TPM: swtpm from the image) with the launcher image's root filesystem, the way a Pod would run it:
 # own mount, network and PID namespaces, uid $LAUNCHER_UID (launcherv1.LauncherUID), no capabilities, the private dir bind-mounted at
 # /var/run/podvirt. Checks sync → serial output → ACPI shutdown → exit 0. Needs root on the host (to
 # set up the namespaces) and curl.
@@ -19,7 +19,7 @@ qemu-img convert -O qcow2 "$work/boot.raw" "$private/disks/containerdisk/boot.qc
 
 vmi='{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"smoke","namespace":"ns","uid":"u"},
 "spec":{"terminationGracePeriodSeconds":30,"domain":{"firmware":{"uuid":"0d2a2043-41c0-59c3-9b17-025022203668"},
-"resources":{"requests":{"memory":"64M"}},"devices":{"disks":[{"name":"containerdisk","disk":{"bus":"virtio"}},{"name":"ci","disk":{}}]}},
+"resources":{"requests":{"memory":"64M"}},"devices":{"tpm":{},"disks":[{"name":"containerdisk","disk":{"bus":"virtio"}},{"name":"ci","disk":{}}]}},
 "volumes":[{"name":"containerdisk","containerDisk":{"image":"x"}},{"name":"ci","cloudInitNoCloud":{"userData":"#!/bin/sh\n"}}]}}'
 printf '{"vmi":"%s","emulation":true}' "$(printf '%s' "$vmi" | base64 -w0)" > "$work/sync.json"
 
