@@ -27,6 +27,31 @@ func (d *DomainSpec) GuestMemory() (resource.Quantity, error) {
 	return resource.Quantity{}, errors.New("spec.domain.resources.requests.memory: required (or spec.domain.memory.guest)")
 }
 
+// hugepageSizes are the huge page sizes guest memory can be backed with, as the kubelet names its
+// hugepages-<size> resources, in bytes.
+var hugepageSizes = map[string]int64{"2Mi": 2 << 20, "1Gi": 1 << 30}
+
+// HugepageSize is the size in bytes of the huge pages backing the guest's memory, 0 without
+// memory.hugepages. It refuses a size the nodes do not offer and a guest memory that is not a whole
+// number of pages.
+func (d *DomainSpec) HugepageSize() (int64, error) {
+	if d.Memory == nil || d.Memory.Hugepages == nil {
+		return 0, nil
+	}
+	size, ok := hugepageSizes[d.Memory.Hugepages.PageSize]
+	if !ok {
+		return 0, fmt.Errorf("spec.domain.memory.hugepages.pageSize: %q is not a huge page size (2Mi or 1Gi)", d.Memory.Hugepages.PageSize)
+	}
+	guest, err := d.GuestMemory()
+	if err != nil {
+		return 0, err
+	}
+	if guest.Value()%size != 0 {
+		return 0, fmt.Errorf("spec.domain.memory.hugepages.pageSize: the guest memory (%s) is not a whole number of %s pages", guest.String(), d.Memory.Hugepages.PageSize)
+	}
+	return size, nil
+}
+
 // CheckMemoryLimit refuses a memory limit below the guest's memory (the launcher Pod's limit is the
 // guest's memory plus the launcher's overhead; less could never run).
 func (d *DomainSpec) CheckMemoryLimit(guest resource.Quantity) error {

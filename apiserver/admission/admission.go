@@ -75,6 +75,8 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 		errs = append(errs, field.Invalid(domain.Child("resources", "requests", "memory"), nil, err.Error()))
 	} else if err := spec.Domain.CheckMemoryLimit(guest); err != nil {
 		errs = append(errs, field.Invalid(domain.Child("resources", "limits", "memory"), spec.Domain.Resources.Limits.Memory().String(), err.Error()))
+	} else if _, err := spec.Domain.HugepageSize(); err != nil {
+		errs = append(errs, field.Invalid(domain.Child("memory", "hugepages", "pageSize"), spec.Domain.Memory.Hugepages.PageSize, err.Error()))
 	}
 	if fw := spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil {
 		kb := domain.Child("firmware", "kernelBoot")

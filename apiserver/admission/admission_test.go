@@ -65,6 +65,16 @@ func TestValidateInstanceSpec(t *testing.T) {
 		{"reserved device name", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Devices.HostDevices = []virtv1.HostDevice{{Name: "kvm", DeviceName: "devices.kubevirt.io/kvm"}}
 		}, "spec.domain.devices.hostDevices[0].deviceName"},
+		{"huge pages", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("64Mi")
+			s.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}}
+		}, ""},
+		{"huge page size the nodes do not have", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "4Mi"}}
+		}, "spec.domain.memory.hugepages.pageSize"},
+		{"guest memory not whole huge pages", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}} // 64M is 30.5 pages
+		}, "spec.domain.memory.hugepages.pageSize"},
 		{"secure boot without SMM", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Firmware = &virtv1.Firmware{Bootloader: &virtv1.Bootloader{EFI: &virtv1.EFI{}}}
 			s.Domain.Features = &virtv1.Features{SMM: &virtv1.FeatureState{Enabled: ptr.To(false)}}

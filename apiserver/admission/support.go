@@ -50,7 +50,7 @@ var InstanceFamilies = []Family{
 	{Path: "domain.cpu.features", Support: Implemented, Note: "libvirt's policies, on the model (under TCG qemu64, the emulator's default)"},
 	{Path: "domain.memory.guest", Support: Implemented},
 	{Path: "domain.memory.maxGuest", Support: Refused, Note: "memory hotplug"},
-	{Path: "domain.memory.hugepages", Support: Refused},
+	{Path: "domain.memory.hugepages", Support: Implemented, Note: "2Mi or 1Gi pages: the launcher Pod requests hugepages-<size> (Unschedulable on nodes without them)"},
 	{Path: "domain.machine", Support: Implemented, Note: "defaults to q35"},
 	{Path: "domain.firmware.uuid", Support: Implemented, Note: "derived from the VM when empty, stable across restarts"},
 	{Path: "domain.firmware.serial", Support: Implemented},

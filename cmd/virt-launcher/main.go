@@ -68,6 +68,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.PVCRoot, "pvc-root", launcherv1.PVCMountRoot, "where PVC volumes are mounted")
 	fs.StringVar(&cfg.SecretsDir, "secrets-dir", launcherv1.SecretMountRoot, "where cloud-init Secrets are mounted")
 	fs.StringVar(&cfg.StateDir, "state-dir", launcherv1.PersistentStateDir, "where the VM's persistent state volume is mounted")
+	fs.StringVar(&cfg.HugepagesDir, "hugepages-dir", launcherv1.HugepagesDir, "where a hugetlbfs is mounted when guest memory is in huge pages")
 	fs.StringVar(&cfg.LibvirtRoot, "libvirt-root", "/var/lib/virt-launcher", "writable directory for the embedded libvirt driver")
 	fs.StringVar(&cfg.QemuImg, "qemu-img", "qemu-img", "qemu-img binary")
 	if err := fs.Parse(args); err != nil {

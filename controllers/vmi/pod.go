@@ -148,8 +148,8 @@ var (
 )
 
 // podVolumes: the private and bin emptyDirs, one secret volume per Secret the cloud-init volumes
-// name, one volume per PVC, config disk or host disk directory, the persistent state claim; and
-// the compute container's mounts of them.
+// name, one volume per PVC, config disk or host disk directory, huge pages, the persistent state
+// claim; and the compute container's mounts of them.
 func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.VolumeMount) {
 	mounts := []corev1.VolumeMount{privateMount}
 	volumes := []corev1.Volume{
@@ -197,6 +197,12 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 			}})
 			mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.PVCMountRoot, v.Name), ReadOnly: readOnly})
 		}
+	}
+	if m := vmi.Spec.Domain.Memory; m != nil && m.Hugepages != nil {
+		volumes = append(volumes, corev1.Volume{Name: launcherv1.HugepagesVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(string(corev1.StorageMediumHugePagesPrefix) + m.Hugepages.PageSize)},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: launcherv1.HugepagesVolume, MountPath: launcherv1.HugepagesDir})
 	}
 	if vmi.Spec.Domain.Devices.TPMPersistent() {
 		volumes = append(volumes, corev1.Volume{Name: launcherv1.PersistentStateVolume, VolumeSource: corev1.VolumeSource{
@@ -302,8 +308,9 @@ func consoleLogContainer(cfg Config) corev1.Container {
 	}
 }
 
-// computeResources: the guest's memory plus the launcher's overhead; CPU as the instance asks
-// (100m when it does not); /dev/kvm from the node agent's device plugin unless emulating.
+// computeResources: the guest's memory plus the launcher's overhead (with huge pages: the pages,
+// and memory for the overhead); CPU as the instance asks (100m when it does not); /dev/kvm from the
+// node agent's device plugin unless emulating.
 func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantity, cfg Config) (corev1.ResourceRequirements, error) {
 	overhead := cfg.Overhead.For(vmi, cfg.UseEmulation)
 	// The Pod requests requests.memory when given (below memory.guest it overcommits, as
@@ -312,7 +319,14 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 	if req, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
 		mem = req.DeepCopy()
 	}
-	if !vmi.Spec.Domain.Resources.OvercommitGuestOverhead {
+	hugepages, err := vmi.Spec.Domain.HugepageSize()
+	if err != nil {
+		return corev1.ResourceRequirements{}, err
+	}
+	if hugepages > 0 { // the guest's memory is huge pages, a resource of its own; memory is the overhead
+		mem = resource.Quantity{}
+	}
+	if !vmi.Spec.Domain.Resources.OvercommitGuestOverhead || hugepages > 0 {
 		mem.Add(overhead)
 	}
 	req := corev1.ResourceList{corev1.ResourceMemory: mem, corev1.ResourceCPU: resource.MustParse("100m")}
@@ -333,6 +347,10 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 	if !cfg.UseEmulation {
 		req[corev1.ResourceName(launcherv1.KVMResource)] = resource.MustParse("1")
 		lim[corev1.ResourceName(launcherv1.KVMResource)] = resource.MustParse("1")
+	}
+	if hugepages > 0 { // the kubelet wants huge page limits equal to the requests
+		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + vmi.Spec.Domain.Memory.Hugepages.PageSize)
+		req[name], lim[name] = guest.DeepCopy(), guest.DeepCopy()
 	}
 	addDeviceRequests(vmi, req, lim)
 	if len(lim) == 0 {

@@ -90,7 +90,14 @@ func TestRenderPodGolden(t *testing.T) {
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/vm": "vm-cirros"}},
 	}}
 
-	for name, v := range map[string]*virtv1.VirtualMachineInstance{"seed-vm-cirros": seed, "kernel-boot": kernelBoot, "pvc-cpu-limits": pvc, "devices-spread": devices} {
+	// Guest memory in huge pages, a TPM whose state persists.
+	hugeTPM := seedInstance(t)
+	hugeTPM.Name = "hugepages-tpm"
+	hugeTPM.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
+	hugeTPM.Spec.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}}
+	hugeTPM.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
+
+	for name, v := range map[string]*virtv1.VirtualMachineInstance{"seed-vm-cirros": seed, "kernel-boot": kernelBoot, "pvc-cpu-limits": pvc, "devices-spread": devices, "hugepages-tpm": hugeTPM} {
 		t.Run(name, func(t *testing.T) {
 			pod, err := RenderPod(v, testConfig())
 			require.NoError(t, err)

@@ -36,6 +36,8 @@ type env struct {
 	dir  string // owned by the pod user: everything the launcher touches lives below it
 	bin  string
 	root string
+	// hugepages is where each pod mounts a hugetlbfs of 2 MiB pages (a HugePages-2Mi emptyDir).
+	hugepages string
 }
 
 var shared env // set once by TestMain, read-only afterwards
@@ -64,7 +66,8 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	shared.root = filepath.Join(dir, "lv")
-	for _, d := range []string{dir, shared.root} {
+	shared.hugepages = filepath.Join(dir, "hugepages")
+	for _, d := range []string{dir, shared.root, shared.hugepages} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -112,9 +115,9 @@ func startPod(t *testing.T, name string) *pod {
 	}
 	// Like the Pod: loopback up, and the safe sysctl that lets the non-root launcher forward ports < 1024.
 	// The persistent state volume, if the test made it (stateDir), outlives the pod.
-	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s",
-		podUID, podUID, shared.bin, name, private, shared.root, stateDir(name))
-	cmd := exec.Command("unshare", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script)
+	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && mount -t hugetlbfs -o pagesize=2M,mode=1777 hugetlbfs %s && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s --hugepages-dir %s",
+		shared.hugepages, podUID, podUID, shared.bin, name, private, shared.root, stateDir(name), shared.hugepages)
+	cmd := exec.Command("unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

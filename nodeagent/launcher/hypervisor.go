@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"golang.org/x/sys/unix"
 	"libvirt.org/go/libvirt"
 )
 
@@ -101,12 +102,29 @@ func PrepareLibvirtEnv(root string) error {
 	return nil
 }
 
-// openHypervisor writes qemu.conf under root, starts libvirt's event loop and opens the embedded driver.
-func openHypervisor(root string) (*hypervisor, error) {
+// hugetlbfsMagic is statfs' type of a hugetlbfs.
+const hugetlbfsMagic = 0x958458f6
+
+// hugetlbfsConf is the qemu.conf line naming a hugetlbfs mount for guest memory in huge pages, when
+// dir is one (the Pod mounts a HugePages emptyDir there when the guest asks for huge pages): the
+// unprivileged driver does not look for one in /proc/mounts, and a line naming a directory that is
+// not a hugetlbfs would stop the driver from opening.
+func hugetlbfsConf(dir string) string {
+	var st unix.Statfs_t
+	if dir == "" || unix.Statfs(dir, &st) != nil || st.Type != hugetlbfsMagic {
+		return ""
+	}
+	return fmt.Sprintf("hugetlbfs_mount = %q\n", dir)
+}
+
+// openHypervisor writes qemu.conf under root, starts libvirt's event loop and opens the embedded
+// driver; guest memory in huge pages comes from the hugetlbfs at hugepagesDir, if it is one.
+func openHypervisor(root, hugepagesDir string) (*hypervisor, error) {
 	conf := qemuConfUnprivileged
 	if os.Geteuid() == 0 {
 		conf = qemuConfPrivileged
 	}
+	conf += hugetlbfsConf(hugepagesDir)
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o700); err != nil {
 		return nil, fmt.Errorf("create libvirt root: %w", err)
 	}

@@ -41,6 +41,8 @@ type Config struct {
 	SecretsDir string
 	// StateDir is launcherv1.PersistentStateDir in a Pod: the VM's persistent state (a persistent TPM's).
 	StateDir string
+	// HugepagesDir is launcherv1.HugepagesDir in a Pod: a hugetlbfs when the guest's memory is in huge pages.
+	HugepagesDir string
 	// LibvirtRoot is the embedded driver's private directory (writable, container-local).
 	LibvirtRoot string
 	// QemuImg is the qemu-img binary.
@@ -76,7 +78,7 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 	}
 	_ = os.Remove(filepath.Join(cfg.PrivateDir, launcherv1.ExitFile))
 	start := time.Now()
-	hv, err := openHypervisor(cfg.LibvirtRoot)
+	hv, err := openHypervisor(cfg.LibvirtRoot, cfg.HugepagesDir)
 	if err != nil {
 		return launcherv1.Status{}, err
 	}

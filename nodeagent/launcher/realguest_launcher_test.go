@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,6 +166,63 @@ func TestRealGuestPersistentTPM(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(stateDir("tpm"), launcherv1.TPMStateSubdir, "tpm2", "tpm2-00.permall")); err != nil {
 		t.Errorf("no TPM state on the persistent state volume: %v", err)
+	}
+}
+
+// reserveHugepages has the kernel set aside n more 2 MiB pages for the test, and gives them back after.
+func reserveHugepages(t *testing.T, n int) {
+	t.Helper()
+	const knob = "/proc/sys/vm/nr_hugepages"
+	raw, err := os.ReadFile(knob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(knob, []byte(strconv.Itoa(before)), 0o644) })
+	if err := os.WriteFile(knob, []byte(strconv.Itoa(before+n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := hugepageCounts(t)["HugePages_Total"]; got < before+n {
+		t.Fatalf("the kernel set aside %d huge pages, want %d (memory too fragmented?)", got, before+n)
+	}
+}
+
+// hugepageCounts are the HugePages_* lines of /proc/meminfo.
+func hugepageCounts(t *testing.T) map[string]int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^(HugePages_\w+):\s+(\d+)$`).FindAllStringSubmatch(string(raw), -1) {
+		counts[m[1]], _ = strconv.Atoi(m[2])
+	}
+	return counts
+}
+
+// TestRealGuestHugepages backs the demo guest's 64Mi with 2Mi huge pages from the pod's hugetlbfs:
+// the guest boots, and its 32 pages are taken (or reserved) from the host's huge pages.
+func TestRealGuestHugepages(t *testing.T) {
+	guest := demoGuest(t)
+	reserveHugepages(t, 40)
+	p := startPod(t, "huge")
+	v := vmi("huge", 0)
+	if _, err := diskcopy.Copy(filepath.Join(guest, "demo.qcow2"), filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/"); err != nil {
+		t.Fatal(err)
+	}
+	v.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("64Mi")
+	v.Spec.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}}
+	v.Spec.Domain.Devices.Disks = []virtv1.Disk{{Name: "containerdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}}}
+	v.Spec.Volumes = []virtv1.Volume{{Name: "containerdisk", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "kubevirt/cirros-container-disk-demo:latest"}}}}
+	p.sync(v)
+	waitLog(t, 90*time.Second, filepath.Join(p.private, launcherv1.SerialLog), "booted")
+	c := hugepageCounts(t)
+	if used := c["HugePages_Total"] - c["HugePages_Free"] + c["HugePages_Rsvd"]; used < 32 {
+		t.Errorf("the guest's memory is not in huge pages: %v", c)
 	}
 }
 

@@ -83,8 +83,9 @@ func TestKubeVirtDevicesAndClockInTheGuest(t *testing.T) {
 	}
 }
 
-// A VM asking for a GPU no node offers is stored and says, naming the device, why it does not run;
-// a VM asking for a field Podvirt does not run is refused naming the field.
+// A VM asking for a GPU no node offers, or for huge pages where the node has none, is stored and
+// says, naming the resource, why it does not run; a VM asking for a field Podvirt does not run is
+// refused naming the field.
 func TestGPUUnschedulableAndRefusedFieldsNamed(t *testing.T) {
 	f := framework.New(t)
 	requireDeployed(f)
@@ -92,18 +93,24 @@ func TestGPUUnschedulableAndRefusedFieldsNamed(t *testing.T) {
 	vm := demoVM(f.Namespace, "gpu", virtv1.RunStrategyAlways, 0, "")
 	vm.Spec.Template.Spec.Domain.Devices.GPUs = []virtv1.GPU{{Name: "gpu1", DeviceName: gpu}}
 	f.Create(vm)
-	f.Eventually("the VM says it is unschedulable, naming "+gpu, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		cur := &virtv1.VirtualMachine{}
-		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(vm), cur); err != nil {
-			return false, err
-		}
-		msg := ""
-		for _, c := range cur.Status.Conditions {
-			msg += c.Message + " "
-		}
-		return cur.Status.PrintableStatus == virtv1.VirtualMachineStatusUnschedulable && strings.Contains(msg, gpu),
-			fmt.Errorf("status %s, conditions %q", cur.Status.PrintableStatus, msg)
-	})
+	huge := demoVM(f.Namespace, "huge", virtv1.RunStrategyAlways, 0, "")
+	huge.Spec.Template.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("64Mi")
+	huge.Spec.Template.Spec.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}}
+	f.Create(huge)
+	for name, res := range map[string]string{"gpu": gpu, "huge": "hugepages-2Mi"} {
+		f.Eventually("VM "+name+" says it is unschedulable, naming "+res, 2*time.Minute, func(ctx context.Context) (bool, error) {
+			cur := &virtv1.VirtualMachine{}
+			if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: name}, cur); err != nil {
+				return false, err
+			}
+			msg := ""
+			for _, c := range cur.Status.Conditions {
+				msg += c.Message + " "
+			}
+			return cur.Status.PrintableStatus == virtv1.VirtualMachineStatusUnschedulable && strings.Contains(msg, res),
+				fmt.Errorf("status %s, conditions %q", cur.Status.PrintableStatus, msg)
+		})
+	}
 
 	sound := demoVM(f.Namespace, "sound", virtv1.RunStrategyHalted, 0, "")
 	sound.Spec.Template.Spec.Domain.Devices.Sound = &virtv1.SoundDevice{Name: "audio"}

@@ -77,6 +77,11 @@ const (
 	// TPMStateSubdir holds swtpm's state, relative to PersistentStateDir.
 	TPMStateSubdir = "swtpm"
 
+	// HugepagesVolume is the launcher Pod's hugetlbfs emptyDir (medium HugePages-<size>) when guest
+	// memory is backed by huge pages; mounted at HugepagesDir, where libvirt finds it.
+	HugepagesVolume = "hugepages"
+	HugepagesDir    = "/dev/hugepages"
+
 	// SecretMountRoot is where the Secrets a VMI's cloudInitNoCloud volumes refer to (secretRef,
 	// networkDataSecretRef) are mounted read-only in the compute container: SecretMountRoot/<secret
 	// name>/<key>, one file per key (an ordinary secret volume).

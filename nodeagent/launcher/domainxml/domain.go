@@ -157,6 +157,15 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	if in.Emulation {
 		dom.Type = "qemu"
 	}
+	hugepages, err := spec.HugepageSize()
+	if err != nil {
+		return nil, err
+	}
+	if hugepages > 0 { // from the hugetlbfs the Pod mounts (libvirt finds it in /proc/mounts)
+		dom.MemoryBacking = &libvirtxml.DomainMemoryBacking{MemoryHugePages: &libvirtxml.DomainMemoryHugepages{
+			Hugepages: []libvirtxml.DomainMemoryHugepage{{Size: uint(hugepages >> 10), Unit: "KiB"}},
+		}}
+	}
 	if p := spec.RebootPolicy; p != nil && *p == virtv1.RebootPolicyTerminate {
 		dom.OnReboot = "destroy"
 	}
