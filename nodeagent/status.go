@@ -203,13 +203,16 @@ func setReady(vmi *virtv1.VirtualMachineInstance, status metav1.ConditionStatus,
 	})
 }
 
-// setReadyFromGuest: Ready=True while the guest runs in a Ready Pod.
+// setReadyFromGuest: Ready=True while the guest runs in a Ready Pod (whose readiness is the
+// instance's readiness probe, when it has one).
 func setReadyFromGuest(vmi *virtv1.VirtualMachineInstance, state launcherv1.DomainState, podReady bool) {
 	switch {
 	case state == launcherv1.DomainPaused:
 		setReady(vmi, metav1.ConditionFalse, ReasonGuestPaused, "the guest is paused")
 	case state == launcherv1.DomainShuttingDown:
 		setReady(vmi, metav1.ConditionFalse, ReasonShuttingDown, "the guest is shutting down")
+	case !podReady && vmi.Spec.ReadinessProbe != nil:
+		setReady(vmi, metav1.ConditionFalse, ReasonPodNotReady, "the guest runs; its readiness probe has not passed")
 	case !podReady:
 		setReady(vmi, metav1.ConditionFalse, ReasonPodNotReady, "the guest runs but the launcher Pod is not Ready")
 	default:

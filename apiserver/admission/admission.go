@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,6 +103,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
 	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
 	errs = append(errs, validateBridges(spec, domain.Child("devices", "interfaces"))...)
+	errs = append(errs, validateProbe(spec.ReadinessProbe, fld.Child("readinessProbe"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
@@ -178,6 +180,22 @@ func validateBridges(spec *virtv1.VirtualMachineInstanceSpec, interfaces *field.
 		}
 	}
 	return errs
+}
+
+// validateProbe wants a handler (httpGet; the others are refused by their family) whose port is a
+// number: the launcher forwards it to the guest, and there is no container port a name could
+// resolve to.
+func validateProbe(p *virtv1.Probe, at *field.Path) field.ErrorList {
+	switch {
+	case p == nil || p.Exec != nil || p.GuestAgentPing != nil || p.TCPSocket != nil:
+		return nil
+	case p.HTTPGet == nil:
+		return field.ErrorList{field.Required(at.Child("httpGet"), "the probe's handler")}
+	}
+	if port := p.HTTPGet.Port; port.Type != intstr.Int || port.IntVal < 1 || port.IntVal > 65535 {
+		return field.ErrorList{field.Invalid(at.Child("httpGet", "port"), port.String(), "must be a port number, 1-65535 (the guest port the probe reaches)")}
+	}
+	return nil
 }
 
 // validateVolumes allows one serviceAccount volume, and keeps every hostDisk image under its

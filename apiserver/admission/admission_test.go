@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -75,6 +76,18 @@ func TestValidateInstanceSpec(t *testing.T) {
 		{"guest memory not whole huge pages", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}} // 64M is 30.5 pages
 		}, "spec.domain.memory.hugepages.pageSize"},
+		{"probes", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(80)}}}
+		}, ""},
+		{"probe on a named port", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("http")}}}
+		}, "spec.readinessProbe.httpGet.port"},
+		{"probe without a handler", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.ReadinessProbe = &virtv1.Probe{PeriodSeconds: 5}
+		}, "spec.readinessProbe.httpGet"},
+		{"tcp probe", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(22)}}}
+		}, "spec.readinessProbe.tcpSocket"},
 		{"secure boot without SMM", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Firmware = &virtv1.Firmware{Bootloader: &virtv1.Bootloader{EFI: &virtv1.EFI{}}}
 			s.Domain.Features = &virtv1.Features{SMM: &virtv1.FeatureState{Enabled: ptr.To(false)}}

@@ -292,6 +292,23 @@ func computeContainer(vmi *virtv1.VirtualMachineInstance, cfg Config, resources 
 		Resources:       resources,
 		VolumeMounts:    mounts,
 		SecurityContext: containerSecurity(),
+		ReadinessProbe:  podProbe(vmi.Spec.ReadinessProbe),
+	}
+}
+
+// podProbe is the compute container's probe for an instance's httpGet probe (as KubeVirt does it): the kubelet reaches the guest through the port the launcher forwards from the
+// Pod's address. The Pod's readiness becomes the instance's (and the VM's).
+func podProbe(p *virtv1.Probe) *corev1.Probe {
+	if p == nil || p.HTTPGet == nil {
+		return nil
+	}
+	return &corev1.Probe{
+		ProbeHandler:        corev1.ProbeHandler{HTTPGet: p.HTTPGet.DeepCopy()},
+		InitialDelaySeconds: p.InitialDelaySeconds,
+		TimeoutSeconds:      p.TimeoutSeconds,
+		PeriodSeconds:       p.PeriodSeconds,
+		SuccessThreshold:    p.SuccessThreshold,
+		FailureThreshold:    p.FailureThreshold,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -90,12 +91,14 @@ func TestRenderPodGolden(t *testing.T) {
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/vm": "vm-cirros"}},
 	}}
 
-	// Guest memory in huge pages, a TPM whose state persists.
+	// Guest memory in huge pages, a TPM whose state persists, a readiness probe.
 	hugeTPM := seedInstance(t)
 	hugeTPM.Name = "hugepages-tpm"
 	hugeTPM.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
 	hugeTPM.Spec.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}}
 	hugeTPM.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
+	hugeTPM.Spec.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+		InitialDelaySeconds: 10, PeriodSeconds: 5, FailureThreshold: 3}
 
 	for name, v := range map[string]*virtv1.VirtualMachineInstance{"seed-vm-cirros": seed, "kernel-boot": kernelBoot, "pvc-cpu-limits": pvc, "devices-spread": devices, "hugepages-tpm": hugeTPM} {
 		t.Run(name, func(t *testing.T) {

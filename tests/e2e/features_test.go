@@ -15,8 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -158,6 +160,40 @@ func TestPersistentTPMKeepsItsKeysAcrossStopStart(t *testing.T) {
 	if owner := metav1.GetControllerOf(pvc); owner == nil || owner.Kind != "VirtualMachine" || owner.Name != name {
 		t.Errorf("the persistent state claim is owned by %+v, want the VM", owner)
 	}
+}
+
+// A readiness probe reaches the guest through its launcher Pod: a probe of a web server the guest
+// starts on a port the VM does not declare (forwarded for the probe) makes the instance and the VM
+// Ready; a probe of a port nothing listens on leaves a running guest not Ready, saying why.
+func TestReadinessProbeReachesTheGuest(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	ok := demoVM(f.Namespace, "probe-ok", virtv1.RunStrategyAlways, 0, "#!/bin/sh\nhttpd -p 8080 -h /var/www\n")
+	ok.Spec.Template.Spec.ReadinessProbe = &virtv1.Probe{PeriodSeconds: 2,
+		ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}}}
+	bad := demoVM(f.Namespace, "probe-bad", virtv1.RunStrategyAlways, 0, "")
+	bad.Spec.Template.Spec.ReadinessProbe = &virtv1.Probe{PeriodSeconds: 2,
+		ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8081)}}}
+	f.Create(ok)
+	f.Create(bad)
+	f.Eventually("VM probe-ok Ready", bootTimeout, func(ctx context.Context) (bool, error) {
+		cur := &virtv1.VirtualMachine{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(ok), cur); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, virtv1.VirtualMachineReady)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Errorf("Ready: %+v", c)
+	})
+	vmi := waitRunning(t, f, "probe-bad", "")
+	consoleContains(t, f, vmi, "eth0 ") // the guest is up on the network: only the probe keeps it unready
+	f.Eventually("probe-bad says its readiness probe has not passed", time.Minute, func(ctx context.Context) (bool, error) {
+		cur := &virtv1.VirtualMachineInstance{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(vmi), cur); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, virtv1.VirtualMachineInstanceReady)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "readiness probe"), fmt.Errorf("Ready: %+v", c)
+	})
 }
 
 // A VM with a Multus network on a cluster without Multus is stored and says, naming the network,

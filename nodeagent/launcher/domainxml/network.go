@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"libvirt.org/go/libvirtxml"
@@ -59,7 +60,25 @@ func addInterfaces(plan *Plan, vmi *virtv1.VirtualMachineInstance) error {
 			plan.Ports = append(plan.Ports, PortForward{Interface: iface.Name, Protocol: proto, Port: p.Port})
 		}
 	}
+	if len(plan.InterfaceNames) > 0 {
+		forwardProbePorts(plan, vmi, plan.InterfaceNames[0])
+	}
 	return nil
+}
+
+// forwardProbePorts forwards the guest port the readiness probe reaches (the kubelet runs it against
+// the Pod's address) through the first interface, unless already declared.
+func forwardProbePorts(plan *Plan, vmi *virtv1.VirtualMachineInstance, iface string) {
+	for _, p := range []*virtv1.Probe{vmi.Spec.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil {
+			continue
+		}
+		port := p.HTTPGet.Port.IntVal
+		if port < 1 || port > 65535 || slices.ContainsFunc(plan.Ports, func(f PortForward) bool { return f.Protocol == "tcp" && f.Port == port }) {
+			continue
+		}
+		plan.Ports = append(plan.Ports, PortForward{Interface: iface, Protocol: "tcp", Port: port})
+	}
 }
 
 // userInterface is a libvirt <interface type='user'> for one spec interface.
