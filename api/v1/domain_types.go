@@ -299,3 +299,15 @@ type Chassis struct {
 // SecureBootEnabled says whether EFI boots with Secure Boot: unless secureBoot is false (KubeVirt's
 // default is on).
 func (e *EFI) SecureBootEnabled() bool { return e.SecureBoot == nil || *e.SecureBoot }
+
+// EFIPersistent reports whether the domain boots EFI with its variables kept across restarts.
+func (d *DomainSpec) EFIPersistent() bool {
+	fw := d.Firmware
+	return fw != nil && fw.Bootloader != nil && fw.Bootloader.EFI != nil && fw.Bootloader.EFI.Persistent != nil && *fw.Bootloader.EFI.Persistent
+}
+
+// PersistentState reports whether the instance keeps state across restarts (a persistent TPM, or
+// persistent EFI variables), on a claim its VM owns.
+func (s *VirtualMachineInstanceSpec) PersistentState() bool {
+	return s.Domain.Devices.TPMPersistent() || s.Domain.EFIPersistent()
+}

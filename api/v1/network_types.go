@@ -53,3 +53,26 @@ type NetworkClaimRequest struct {
 	// +optional
 	RequestName string `json:"requestName,omitempty"`
 }
+
+// DefaultPodInterface reports whether the guest gets the default pod network interface: none is
+// declared (nor any network) and autoattachPodInterface is not false.
+func (s *VirtualMachineInstanceSpec) DefaultPodInterface() bool {
+	auto := s.Domain.Devices.AutoattachPodInterface
+	return len(s.Domain.Devices.Interfaces) == 0 && len(s.Networks) == 0 && (auto == nil || *auto)
+}
+
+// HasPodInterface reports whether the guest has a NIC on the pod network: the default one, or a
+// declared interface whose network is the pod network.
+func (s *VirtualMachineInstanceSpec) HasPodInterface() bool {
+	if s.DefaultPodInterface() {
+		return true
+	}
+	for _, i := range s.Domain.Devices.Interfaces {
+		for _, n := range s.Networks {
+			if n.Name == i.Name && n.Pod != nil {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -77,7 +78,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	} else if err := spec.Domain.CheckMemoryLimit(guest); err != nil {
 		errs = append(errs, field.Invalid(domain.Child("resources", "limits", "memory"), spec.Domain.Resources.Limits.Memory().String(), err.Error()))
 	} else if _, err := spec.Domain.HugepageSize(); err != nil {
-		errs = append(errs, field.Invalid(domain.Child("memory", "hugepages", "pageSize"), spec.Domain.Memory.Hugepages.PageSize, err.Error()))
+		errs = append(errs, field.Invalid(domain.Child("memory", "hugepages", "pageSize"), nil, err.Error()))
 	}
 	if fw := spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil {
 		kb := domain.Child("firmware", "kernelBoot")
@@ -96,6 +97,11 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 			errs = append(errs, field.Forbidden(domain.Child("firmware", "bootloader"), "set bios or efi, not both"))
 		}
 	}
+	if fw := spec.Domain.Firmware; fw != nil && fw.UUID != "" {
+		if _, err := uuid.Parse(string(fw.UUID)); err != nil {
+			errs = append(errs, field.Invalid(domain.Child("firmware", "uuid"), fw.UUID, "must be a UUID"))
+		}
+	}
 	if a := spec.Architecture; a != "" && a != virtv1.DefaultArchitecture {
 		errs = append(errs, field.Invalid(fld.Child("architecture"), a, NotSupported+": the nodes are "+virtv1.DefaultArchitecture))
 	}
@@ -103,7 +109,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
 	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
 	errs = append(errs, validateBridges(spec, domain.Child("devices", "interfaces"))...)
-	errs = append(errs, validateProbe(spec.ReadinessProbe, fld.Child("readinessProbe"))...)
+	errs = append(errs, validateProbe(spec, spec.ReadinessProbe, fld.Child("readinessProbe"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
@@ -185,7 +191,7 @@ func validateBridges(spec *virtv1.VirtualMachineInstanceSpec, interfaces *field.
 // validateProbe wants a handler (httpGet; the others are refused by their family) whose port is a
 // number: the launcher forwards it to the guest, and there is no container port a name could
 // resolve to.
-func validateProbe(p *virtv1.Probe, at *field.Path) field.ErrorList {
+func validateProbe(spec *virtv1.VirtualMachineInstanceSpec, p *virtv1.Probe, at *field.Path) field.ErrorList {
 	switch {
 	case p == nil || p.Exec != nil || p.GuestAgentPing != nil || p.TCPSocket != nil:
 		return nil
@@ -194,6 +200,9 @@ func validateProbe(p *virtv1.Probe, at *field.Path) field.ErrorList {
 	}
 	if port := p.HTTPGet.Port; port.Type != intstr.Int || port.IntVal < 1 || port.IntVal > 65535 {
 		return field.ErrorList{field.Invalid(at.Child("httpGet", "port"), port.String(), "must be a port number, 1-65535 (the guest port the probe reaches)")}
+	}
+	if !spec.HasPodInterface() {
+		return field.ErrorList{field.Invalid(at.Child("httpGet"), nil, "the probe reaches the guest through its pod network interface, which this instance has not")}
 	}
 	return nil
 }

@@ -77,6 +77,7 @@ func TestValidateInstanceSpec(t *testing.T) {
 			s.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}} // 64M is 30.5 pages
 		}, "spec.domain.memory.hugepages.pageSize"},
 		{"probes", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Networks = []virtv1.Network{{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}}}
 			s.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(80)}}}
 		}, ""},
 		{"probe on a named port", func(s *virtv1.VirtualMachineInstanceSpec) {
@@ -85,6 +86,14 @@ func TestValidateInstanceSpec(t *testing.T) {
 		{"probe without a handler", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.ReadinessProbe = &virtv1.Probe{PeriodSeconds: 5}
 		}, "spec.readinessProbe.httpGet"},
+		{"probe without a pod interface", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Interfaces = nil
+			s.Domain.Devices.AutoattachPodInterface = ptr.To(false)
+			s.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80)}}}
+		}, "spec.readinessProbe.httpGet"},
+		{"firmware uuid not a UUID", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Firmware = &virtv1.Firmware{UUID: "../../../var/run/podvirt/pvc/data"}
+		}, "spec.domain.firmware.uuid"},
 		{"tcp probe", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(22)}}}
 		}, "spec.readinessProbe.tcpSocket"},

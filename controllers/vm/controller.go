@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -221,7 +222,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if d.action == actCreate && len(s.vols.missing) > 0 {
 		// Creating the instance now would only give a Pod that cannot start; wait for the claim.
 		reason, message := s.vols.missingMessage()
-		r.Recorder.Eventf(s.vm, nil, corev1.EventTypeWarning, reason, "Start", "Waiting to start: %s", message)
+		if c := meta.FindStatusCondition(s.vm.Status.Conditions, virtv1.VirtualMachineReady); c == nil || c.Reason != reason || c.Message != message {
+			r.Recorder.Eventf(s.vm, nil, corev1.EventTypeWarning, reason, "Start", "Waiting to start: %s", message)
+		}
 		d.action, d.stoppedReason, d.waitingForClaims = actNone, "", true
 	}
 	err := r.act(ctx, s, d)

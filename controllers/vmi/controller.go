@@ -134,10 +134,11 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonInvalidSpec, "Create", "Cannot run this instance: %v", err)
 		return nil, nil
 	}
-	err = r.ensurePersistentState(ctx, vmi)
-	if err == nil {
-		err = r.Client.Create(ctx, pod)
+	if err := r.ensurePersistentState(ctx, vmi); err != nil {
+		r.setCreateFailed(vmi, err)
+		return nil, err
 	}
+	err = r.Client.Create(ctx, pod)
 	if apierrors.IsAlreadyExists(err) {
 		// Created by an earlier pass whose result the cache has not seen yet.
 		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), pod)
@@ -148,14 +149,19 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 		r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created virtual machine pod %s", pod.Name)
 	}
 	if err != nil {
-		vmi.Status.SetPhase(virtv1.Pending, "", metav1.NewTime(r.Clock.Now()))
-		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
-			Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: "FailedCreate", Message: err.Error(),
-		})
+		r.setCreateFailed(vmi, err)
 		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating pod: %v", err)
 		return nil, fmt.Errorf("create launcher pod: %w", err)
 	}
 	return pod, nil
+}
+
+// setCreateFailed keeps the instance Pending and says in Synchronized what could not be created.
+func (r *Reconciler) setCreateFailed(vmi *virtv1.VirtualMachineInstance, err error) {
+	vmi.Status.SetPhase(virtv1.Pending, "", metav1.NewTime(r.Clock.Now()))
+	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+		Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: "FailedCreate", Message: err.Error(),
+	})
 }
 
 // reconcileDelete deletes the launcher Pod (its grace period covers the guest's shutdown) and

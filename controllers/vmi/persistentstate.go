@@ -8,25 +8,27 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
-// persistentStateSize is the size of a persistent state claim: a TPM's state is a few KiB (KubeVirt
-// asks for the same).
+// persistentStateSize is the size of a persistent state claim: a TPM's state is a few KiB, OVMF's
+// variable store 540 KiB (KubeVirt asks for the same).
 var persistentStateSize = resource.MustParse("10Mi")
 
 // PersistentStateClaim names the claim that keeps an instance's state across restarts (a persistent
-// TPM's): KubeVirt's name. A VM's instances share their VM's name, so each start finds it again.
+// TPM's, persistent EFI variables): KubeVirt's name. A VM's instances share their VM's name, so each start finds it again.
 func PersistentStateClaim(vmi *virtv1.VirtualMachineInstance) string {
 	return "persistent-state-for-" + vmi.Name
 }
 
 // ensurePersistentState creates the instance's persistent state claim when it needs one and it does
-// not exist: owned by the instance's VM, so it lives as long as the VM (or by the instance, when no
-// VM controls it), in the cluster's default StorageClass.
+// not exist: owned by the instance's VM, so it lives as long as the VM (or by the instance itself,
+// when no VM controls it), in the cluster's default StorageClass.
 func (r *Reconciler) ensurePersistentState(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
-	if !vmi.Spec.Domain.Devices.TPMPersistent() {
+	if !vmi.Spec.PersistentState() {
 		return nil
 	}
 	owner := metav1.GetControllerOf(vmi)
@@ -43,10 +45,27 @@ func (r *Reconciler) ensurePersistentState(ctx context.Context, vmi *virtv1.Virt
 	err := r.Client.Create(ctx, pvc)
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return nil
+		return r.checkPersistentState(ctx, client.ObjectKeyFromObject(pvc), owner.UID)
 	case err != nil:
 		return fmt.Errorf("create persistent state claim %s: %w", pvc.Name, err)
 	}
-	r.Recorder.Eventf(vmi, pvc, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created persistent state claim %s for the TPM", pvc.Name)
+	r.Recorder.Eventf(vmi, pvc, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created persistent state claim %s", pvc.Name)
+	return nil
+}
+
+// checkPersistentState accepts an existing persistent state claim that belongs to owner, or to
+// nobody (made by hand, e.g. in another StorageClass); not one still being deleted (a VM deleted and
+// created again under the same name) or another object's.
+func (r *Reconciler) checkPersistentState(ctx context.Context, key client.ObjectKey, owner types.UID) error {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.APIReader.Get(ctx, key, pvc); err != nil {
+		return fmt.Errorf("get persistent state claim %s: %w", key.Name, err)
+	}
+	if pvc.DeletionTimestamp != nil {
+		return fmt.Errorf("persistent state claim %s is being deleted (its VM was deleted): waiting to create a new one", key.Name)
+	}
+	if ref := metav1.GetControllerOf(pvc); ref != nil && ref.UID != owner {
+		return fmt.Errorf("persistent state claim %s belongs to %s %s, not to this instance's VM", key.Name, ref.Kind, ref.Name)
+	}
 	return nil
 }

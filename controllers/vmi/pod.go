@@ -204,7 +204,7 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: launcherv1.HugepagesVolume, MountPath: launcherv1.HugepagesDir})
 	}
-	if vmi.Spec.Domain.Devices.TPMPersistent() {
+	if vmi.Spec.PersistentState() {
 		volumes = append(volumes, corev1.Volume{Name: launcherv1.PersistentStateVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PersistentStateClaim(vmi)},
 		}})
@@ -356,6 +356,9 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 		if name == corev1.ResourceMemory {
 			if err := vmi.Spec.Domain.CheckMemoryLimit(guest); err != nil {
 				return corev1.ResourceRequirements{}, err
+			}
+			if hugepages > 0 { // the guest's memory is in huge pages, outside this limit
+				q.Sub(guest)
 			}
 			q.Add(overhead)
 		}

@@ -2,7 +2,7 @@
 // tests apply: each file is one object whose first line says what Podvirt must do with it,
 //
 //	# expect: accepted
-//	# expect: refused spec.template.spec.domain.devices.tpm
+//	# expect: refused spec.template.spec.domain.devices.sound
 package corpus
 
 import (

@@ -97,6 +97,17 @@ type pod struct {
 // test creates it).
 func stateDir(name string) string { return filepath.Join(shared.dir, "state-"+name) }
 
+// makeStateDir creates the persistent state volume of the pods of VMI ns/name.
+func makeStateDir(t *testing.T, name string) {
+	t.Helper()
+	if err := os.MkdirAll(stateDir(name), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(stateDir(name), 0o777); err != nil { // a claim's directory is writable by the pod's fsGroup
+		t.Fatal(err)
+	}
+}
+
 // startPod starts `virt-launcher run` for VMI ns/name with a fresh private dir.
 func startPod(t *testing.T, name string) *pod {
 	t.Helper()

@@ -96,7 +96,7 @@ func PrepareLibvirtEnv(root string) error {
 		"swtpm-localca.options": swtpmLocalCAOptions,
 	} {
 		if err := os.WriteFile(filepath.Join(config, name), []byte(content), 0o600); err != nil {
-			return fmt.Errorf("write swtpm configuration: %w", err)
+			return fmt.Errorf("write swtpm configuration %s: %w", filepath.Join(config, name), err)
 		}
 	}
 	return nil

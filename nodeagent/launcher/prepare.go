@@ -84,6 +84,7 @@ func resolveInputs(vmi *virtv1.VirtualMachineInstance, cfg *Config, emulation bo
 		Emulation:      emulation,
 		PrivateDir:     cfg.PrivateDir,
 		PVCRoot:        cfg.PVCRoot,
+		StateDir:       cfg.StateDir,
 		ContainerDisks: map[string]domainxml.Image{},
 	}
 	for _, vol := range vmi.Spec.Volumes {
@@ -98,6 +99,9 @@ func resolveInputs(vmi *virtv1.VirtualMachineInstance, cfg *Config, emulation bo
 		if img.Path != "" {
 			in.ContainerDisks[vol.Name] = img
 		}
+	}
+	if size, _ := vmi.Spec.Domain.HugepageSize(); size > 0 && hugetlbfsConf(cfg.HugepagesDir) == "" {
+		return in, fmt.Errorf("spec.domain.memory.hugepages: no hugetlbfs at %s (the Pod's HugePages volume)", cfg.HugepagesDir)
 	}
 	fw := vmi.Spec.Domain.Firmware
 	if fw != nil && fw.KernelBoot != nil && fw.KernelBoot.Container != nil {
@@ -209,16 +213,35 @@ func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan 
 	return nil
 }
 
-// linkTPMState points the embedded driver's swtpm state directory for the domain (lib/swtpm/<uuid>
-// under its root) at the persistent state volume, so the TPM keeps its state across restarts:
-// swtpm_setup manufactures a TPM there only when none is there yet.
-func linkTPMState(cfg *Config, uuid string) error {
+// preparePersistentState readies the persistent state volume for what the instance keeps on it:
+// the directory of its EFI variables (libvirt copies OVMF's template there when there is none yet),
+// and its TPM's state, linked from the embedded driver's swtpm directory for the domain
+// (lib/swtpm/<uuid> under its root; swtpm_setup manufactures a TPM there only when none is there).
+func preparePersistentState(cfg *Config, spec *virtv1.VirtualMachineInstanceSpec, uuid string) error {
+	if !spec.PersistentState() {
+		return nil
+	}
 	if _, err := os.Stat(cfg.StateDir); err != nil { // not made here: its content would not persist
-		return fmt.Errorf("%w: spec.domain.devices.tpm.persistent: no persistent state volume: %w", errBadRequest, err)
+		fld := "spec.domain.devices.tpm.persistent"
+		if spec.Domain.EFIPersistent() {
+			fld = "spec.domain.firmware.bootloader.efi.persistent"
+		}
+		return fmt.Errorf("%w: %s: no persistent state volume: %w", errBadRequest, fld, err)
+	}
+	if spec.Domain.EFIPersistent() {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(cfg.StateDir, launcherv1.EFIVarsFile)), 0o700); err != nil {
+			return fmt.Errorf("create the EFI variables directory: %w", err)
+		}
+	}
+	if !spec.Domain.Devices.TPMPersistent() {
+		return nil
 	}
 	state := filepath.Join(cfg.StateDir, launcherv1.TPMStateSubdir)
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return fmt.Errorf("create the TPM state directory: %w", err)
+	}
+	if filepath.Base(uuid) != uuid || uuid == "." || uuid == ".." { // admission checks it is a UUID
+		return fmt.Errorf("%w: spec.domain.firmware.uuid: %q is not a UUID", errBadRequest, uuid)
 	}
 	link := filepath.Join(cfg.LibvirtRoot, "lib", "swtpm", uuid)
 	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"libvirt.org/go/libvirt"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
@@ -191,23 +192,31 @@ func TestRefusedConfig(t *testing.T) {
 	}
 }
 
-// A persistent TPM's state goes to the state volume, which must be there (mounted), never made.
-func TestLinkTPMState(t *testing.T) {
+// A persistent TPM's state and EFI variables go to the state volume, which must be there
+// (mounted), never made.
+func TestPreparePersistentState(t *testing.T) {
 	root, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
 	cfg := &Config{LibvirtRoot: root, StateDir: state}
-	if err := linkTPMState(cfg, "u-1"); !errors.Is(err, errBadRequest) {
+	spec := &virtv1.VirtualMachineInstanceSpec{Domain: virtv1.DomainSpec{
+		Devices:  virtv1.Devices{TPM: &virtv1.TPMDevice{Persistent: ptr.To(true)}},
+		Firmware: &virtv1.Firmware{Bootloader: &virtv1.Bootloader{EFI: &virtv1.EFI{Persistent: ptr.To(true)}}},
+	}}
+	if err := preparePersistentState(cfg, spec, "u-1"); !errors.Is(err, errBadRequest) {
 		t.Fatalf("without the state volume: want a bad request, got %v", err)
 	}
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // a second start finds the link of the first
-		if err := linkTPMState(cfg, "u-1"); err != nil {
+		if err := preparePersistentState(cfg, spec, "u-1"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	target, err := os.Readlink(filepath.Join(root, "lib", "swtpm", "u-1"))
 	if err != nil || target != filepath.Join(state, launcherv1.TPMStateSubdir) {
 		t.Errorf("link to %q (%v), want the state volume's %s", target, err, launcherv1.TPMStateSubdir)
+	}
+	if st, err := os.Stat(filepath.Dir(filepath.Join(state, launcherv1.EFIVarsFile))); err != nil || !st.IsDir() {
+		t.Errorf("no directory for the EFI variables: %v", err)
 	}
 }

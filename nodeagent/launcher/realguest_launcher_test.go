@@ -125,12 +125,7 @@ const tpmEKUserData = "#!/bin/sh\ntpm-ek\n"
 // state is on the volume.
 func TestRealGuestPersistentTPM(t *testing.T) {
 	guest := demoGuest(t)
-	if err := os.MkdirAll(stateDir("tpm"), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(stateDir("tpm"), 0o777); err != nil { // a claim's directory is writable by the pod's fsGroup
-		t.Fatal(err)
-	}
+	makeStateDir(t, "tpm")
 	ek := func() string {
 		p := startPod(t, "tpm")
 		v := vmi("tpm", 30)
@@ -218,11 +213,65 @@ func TestRealGuestHugepages(t *testing.T) {
 	v.Spec.Domain.Memory = &virtv1.Memory{Hugepages: &virtv1.Hugepages{PageSize: "2Mi"}}
 	v.Spec.Domain.Devices.Disks = []virtv1.Disk{{Name: "containerdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}}}
 	v.Spec.Volumes = []virtv1.Volume{{Name: "containerdisk", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "kubevirt/cirros-container-disk-demo:latest"}}}}
+	inUse := func() int {
+		c := hugepageCounts(t)
+		return c["HugePages_Total"] - c["HugePages_Free"] + c["HugePages_Rsvd"]
+	}
+	before := inUse()
 	p.sync(v)
 	waitLog(t, 90*time.Second, filepath.Join(p.private, launcherv1.SerialLog), "booted")
-	c := hugepageCounts(t)
-	if used := c["HugePages_Total"] - c["HugePages_Free"] + c["HugePages_Rsvd"]; used < 32 {
-		t.Errorf("the guest's memory is not in huge pages: %v", c)
+	if used := inUse() - before; used < 32 {
+		t.Errorf("the guest's memory is not in huge pages: %d pages taken or reserved, want 32 (%v)", used, hugepageCounts(t))
+	}
+}
+
+// efiVarUserData writes an EFI variable the first time and prints it the next (the demo guest's
+// efivar-mark).
+const efiVarUserData = "#!/bin/sh\nefivar-mark\n"
+
+// TestRealGuestPersistentEFIVariables boots the demo disk through OVMF twice with persistent EFI
+// variables on the same state volume: a variable the first guest writes is there for the second.
+func TestRealGuestPersistentEFIVariables(t *testing.T) {
+	guest := demoGuest(t)
+	makeStateDir(t, "efivars")
+	boot := func() string {
+		p := startPod(t, "efivars")
+		v := vmi("efivars", 30)
+		if _, err := diskcopy.Copy(filepath.Join(guest, "demo.qcow2"), filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/"); err != nil {
+			t.Fatal(err)
+		}
+		v.Spec.Domain.Firmware.Bootloader = &virtv1.Bootloader{EFI: &virtv1.EFI{SecureBoot: ptr.To(false), Persistent: ptr.To(true)}}
+		v.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi")
+		v.Spec.Domain.Devices.Disks = []virtv1.Disk{
+			{Name: "containerdisk", BootOrder: ptr.To(uint(1)), Disk: &virtv1.DiskTarget{Bus: "virtio"}},
+			{Name: "cloudinitdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}},
+		}
+		v.Spec.Volumes = []virtv1.Volume{
+			{Name: "containerdisk", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "kubevirt/cirros-container-disk-demo:latest"}}},
+			{Name: "cloudinitdisk", VolumeSource: virtv1.VolumeSource{CloudInitNoCloud: &virtv1.CloudInitNoCloudSource{UserData: efiVarUserData}}},
+		}
+		p.sync(v)
+		serial := filepath.Join(p.private, launcherv1.SerialLog)
+		waitLog(t, 120*time.Second, serial, "user-data exited")
+		raw, err := os.ReadFile(serial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
+		if code, final := p.waitExit(60 * time.Second); code != 0 {
+			t.Fatalf("exit %d, final %+v", code, final)
+		}
+		m := regexp.MustCompile(`efivar: (\w+)`).FindStringSubmatch(string(raw))
+		if m == nil {
+			t.Fatalf("the guest printed no efivar line:\n%s", raw)
+		}
+		return m[1]
+	}
+	if first := boot(); first != "written" {
+		t.Fatalf("first boot: efivar %q, want written (a fresh variable store)", first)
+	}
+	if second := boot(); second != "kept" {
+		t.Errorf("second boot: efivar %q, want kept: the EFI variables did not persist", second)
 	}
 }
 

@@ -46,10 +46,8 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	if err := prepareFiles(ctx, vmi, plan, g.cfg); err != nil {
 		return err
 	}
-	if vmi.Spec.Domain.Devices.TPMPersistent() {
-		if err := linkTPMState(g.cfg, plan.Domain.UUID); err != nil {
-			return err
-		}
+	if err := preparePersistentState(g.cfg, &vmi.Spec, plan.Domain.UUID); err != nil {
+		return err
 	}
 	for _, s := range []string{launcherv1.SerialSocket, launcherv1.VNCSocket} {
 		if err := os.Remove(filepath.Join(g.cfg.PrivateDir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {

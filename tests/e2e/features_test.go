@@ -126,32 +126,42 @@ func TestGPUUnschedulableAndRefusedFieldsNamed(t *testing.T) {
 	}
 }
 
-// A VM with a persistent TPM keeps the same TPM (its endorsement key) across a stop and start, its
-// state on a claim the VM owns.
-func TestPersistentTPMKeepsItsKeysAcrossStopStart(t *testing.T) {
+// A VM with a persistent TPM and persistent EFI variables (booting its disk through OVMF) keeps
+// both across a stop and start: the same TPM (its endorsement key) and a variable the first guest
+// wrote, on a claim the VM owns.
+func TestPersistentTPMAndEFIVariablesAcrossStopStart(t *testing.T) {
 	f := framework.New(t)
 	requireDeployed(f)
 	const name = "tpm"
-	vm := demoVM(f.Namespace, name, virtv1.RunStrategyAlways, 30, "#!/bin/sh\ntpm-ek\n")
-	vm.Spec.Template.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
+	vm := demoVM(f.Namespace, name, virtv1.RunStrategyAlways, 30, "#!/bin/sh\ntpm-ek\nefivar-mark\n")
+	spec := &vm.Spec.Template.Spec
+	spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
+	spec.Domain.Firmware = &virtv1.Firmware{Bootloader: &virtv1.Bootloader{EFI: &virtv1.EFI{SecureBoot: ptr.To(false), Persistent: ptr.To(true)}}}
+	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")} // OVMF
+	spec.Domain.Devices.Disks = append([]virtv1.Disk{{Name: "root", BootOrder: ptr.To(uint(1)), Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}}}, spec.Domain.Devices.Disks...)
+	spec.Volumes = append([]virtv1.Volume{{Name: "root", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: framework.Image("demo-containerdisk")}}}}, spec.Volumes...)
 	f.Create(vm)
-	ekLine := regexp.MustCompile(`tpm ek: ([0-9a-f]{32})`)
-	ek := func(vmi *virtv1.VirtualMachineInstance) string {
-		consoleContains(t, f, vmi, "tpm ek: ")
+	state := regexp.MustCompile(`tpm ek: ([0-9a-f]{32})(?s:.*)efivar: (\w+)`)
+	boot := func(vmi *virtv1.VirtualMachineInstance) (ek, efivar string) {
+		consoleContains(t, f, vmi, "efivar: ")
 		logs := f.PodLogs(vmi.Status.LauncherPod, launcherv1.ConsoleLogContainer)
-		m := ekLine.FindStringSubmatch(logs)
+		m := state.FindStringSubmatch(logs)
 		if m == nil {
-			t.Fatalf("the guest printed no endorsement key digest; console:\n%s", tail(logs, 15))
+			t.Fatalf("the guest printed no endorsement key digest and EFI variable; console:\n%s", tail(logs, 15))
 		}
-		return m[1]
+		return m[1], m[2]
 	}
 	first := waitRunning(t, f, name, "")
-	before := ek(first)
+	ek1, efivar1 := boot(first)
 	setRunStrategy(t, f, name, virtv1.RunStrategyHalted)
 	waitGone(t, f, name, 2*time.Minute)
 	setRunStrategy(t, f, name, virtv1.RunStrategyAlways)
-	if after := ek(waitRunning(t, f, name, string(first.UID))); after != before {
-		t.Errorf("the TPM changed across stop/start: endorsement key %s, then %s", before, after)
+	ek2, efivar2 := boot(waitRunning(t, f, name, string(first.UID)))
+	if ek2 != ek1 {
+		t.Errorf("the TPM changed across stop/start: endorsement key %s, then %s", ek1, ek2)
+	}
+	if efivar1 != "written" || efivar2 != "kept" {
+		t.Errorf("EFI variable: %q then %q, want written then kept", efivar1, efivar2)
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: vmictl.PersistentStateClaim(first)}, pvc); err != nil {

@@ -72,13 +72,15 @@ const (
 	// restarts (a persistent TPM's); it is mounted at PersistentStateDir in the compute container.
 	PersistentStateVolume = "persistent-state"
 	// PersistentStateDir is where PersistentStateVolume is mounted; the TPM's state is in its
-	// TPMStateSubdir.
+	// TPMStateSubdir, the EFI variables in EFIVarsFile.
 	PersistentStateDir = "/var/run/podvirt-state"
 	// TPMStateSubdir holds swtpm's state, relative to PersistentStateDir.
 	TPMStateSubdir = "swtpm"
+	// EFIVarsFile is the guest's EFI variable store (OVMF's VARS), relative to PersistentStateDir.
+	EFIVarsFile = "efi/VARS.fd"
 
 	// HugepagesVolume is the launcher Pod's hugetlbfs emptyDir (medium HugePages-<size>) when guest
-	// memory is backed by huge pages; mounted at HugepagesDir, where libvirt finds it.
+	// memory is backed by huge pages; mounted at HugepagesDir, which the launcher names to libvirt.
 	HugepagesVolume = "hugepages"
 	HugepagesDir    = "/dev/hugepages"
 

@@ -31,6 +31,8 @@ type Inputs struct {
 	HostDiskRoot string
 	// ConfigDiskRoot is launcherv1.ConfigDiskMountRoot in a Pod.
 	ConfigDiskRoot string
+	// StateDir is launcherv1.PersistentStateDir in a Pod (persistent EFI variables live there).
+	StateDir string
 	// ContainerDisks maps a containerDisk volume's name to the image its disk container copied.
 	ContainerDisks map[string]Image
 	// Kernel and Initrd are the kernelBoot files copied into PrivateDir/kernelboot (Initrd may be empty).
@@ -161,7 +163,7 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if hugepages > 0 { // from the hugetlbfs the Pod mounts (libvirt finds it in /proc/mounts)
+	if hugepages > 0 { // from the hugetlbfs the Pod mounts, which the launcher names in qemu.conf
 		dom.MemoryBacking = &libvirtxml.DomainMemoryBacking{MemoryHugePages: &libvirtxml.DomainMemoryHugepages{
 			Hugepages: []libvirtxml.DomainMemoryHugepage{{Size: uint(hugepages >> 10), Unit: "KiB"}},
 		}}
@@ -285,6 +287,12 @@ func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
 	fw := spec.Firmware
 	if fw != nil && fw.Bootloader != nil {
 		setBootloader(dom, fw.Bootloader)
+	}
+	if spec.EFIPersistent() && in.StateDir == "" {
+		return errors.New("spec.domain.firmware.bootloader.efi.persistent: no persistent state directory")
+	}
+	if spec.EFIPersistent() { // libvirt copies OVMF's variable template there when there is none yet
+		dom.OS.NVRam = &libvirtxml.DomainNVRam{NVRam: filepath.Join(in.StateDir, launcherv1.EFIVarsFile)}
 	}
 	if fw == nil || fw.KernelBoot == nil {
 		return nil

@@ -88,7 +88,7 @@ func TestGolden(t *testing.T) {
 		{"timezone", domainxml.Inputs{Emulation: true}},
 		{"hyperv", domainxml.Inputs{}},
 		{"efi", domainxml.Inputs{Emulation: true, ContainerDisks: map[string]domainxml.Image{"containerdisk": {Path: privateDir + "/disks/containerdisk/demo.qcow2", Format: "qcow2"}}}},
-		{"efi-secureboot", domainxml.Inputs{Emulation: true, ContainerDisks: map[string]domainxml.Image{"containerdisk": {Path: privateDir + "/disks/containerdisk/demo.qcow2", Format: "qcow2"}}}},
+		{"efi-secureboot", domainxml.Inputs{Emulation: true, StateDir: "/var/run/podvirt-state", ContainerDisks: map[string]domainxml.Image{"containerdisk": {Path: privateDir + "/disks/containerdisk/demo.qcow2", Format: "qcow2"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,8 +21,7 @@ const DefaultNetwork = "default"
 // runs). It needs no privilege, no tap device and no bridge in the Pod.
 func addInterfaces(plan *Plan, vmi *virtv1.VirtualMachineInstance) error {
 	ifaces, networks := vmi.Spec.Domain.Devices.Interfaces, vmi.Spec.Networks
-	auto := vmi.Spec.Domain.Devices.AutoattachPodInterface
-	if len(ifaces) == 0 && len(networks) == 0 && (auto == nil || *auto) {
+	if vmi.Spec.DefaultPodInterface() {
 		ifaces = []virtv1.Interface{{Name: DefaultNetwork, Masquerade: &virtv1.InterfaceMasquerade{}}}
 		networks = []virtv1.Network{{Name: DefaultNetwork, NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}}}
 	}
