@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers/vm"
 	"github.com/podvirt/podvirt/internal/testenv"
@@ -35,7 +36,7 @@ func dataVolumeCRD() *unstructured.Unstructured {
 
 // Without CDI, a VM whose disks come from DataVolumes does not start and says CDI is not
 // installed; once the claim exists (made by hand) it starts on it. With CDI's API served, the VM's
-// dataVolumeTemplates become DataVolumes it owns.
+// dataVolumeTemplates become DataVolumes it owns, in its preference's preferred StorageClass.
 func TestDataVolumesWithAndWithoutCDI(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx := context.Background()
@@ -81,7 +82,11 @@ func TestDataVolumesWithAndWithoutCDI(t *testing.T) {
 		_, err := e.Client.RESTMapper().RESTMapping(vm.DataVolumeGVK.GroupKind(), vm.DataVolumeGVK.Version)
 		return err == nil
 	})
+	pref := &itv1beta1.VirtualMachinePreference{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fast-disks"},
+		Spec: itv1beta1.VirtualMachinePreferenceSpec{Volumes: &itv1beta1.VolumePreferences{PreferredStorageClassName: "fast"}}}
+	require.NoError(t, e.Client.Create(ctx, pref))
 	w := newVM(ns, "templated", virtv1.RunStrategyAlways)
+	w.Spec.Preference = &virtv1.PreferenceMatcher{Kind: "VirtualMachinePreference", Name: pref.Name}
 	w.Spec.Template.Spec.Volumes[0].VolumeSource = virtv1.VolumeSource{DataVolume: &virtv1.DataVolumeSource{Name: "templated-root"}}
 	w.Spec.DataVolumeTemplates = []virtv1.DataVolumeTemplateSpec{{
 		ObjectMeta: metav1.ObjectMeta{Name: "templated-root", Labels: map[string]string{"os": "fedora"}},
@@ -100,6 +105,8 @@ func TestDataVolumesWithAndWithoutCDI(t *testing.T) {
 	assert.Equal(t, "docker://quay.io/containerdisks/fedora:40", url)
 	assert.Equal(t, "fedora", dv.GetLabels()["os"])
 	assert.Equal(t, "templated", dv.GetOwnerReferences()[0].Name)
+	class, _, _ := unstructured.NestedString(dv.Object, "spec", "storage", "storageClassName")
+	assert.Equal(t, "fast", class, "the preference's preferredStorageClassName, the template naming none")
 	eventually(t, "CDI is there: the VM waits for the claim it provisions (PVCNotFound)", func() bool {
 		return condition(vmStatus(t, ns, "templated").Conditions, virtv1.VirtualMachineReady).Reason == "PVCNotFound"
 	})

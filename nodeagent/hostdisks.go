@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 
+	corev1 "k8s.io/api/core/v1"
+
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
@@ -21,8 +23,10 @@ func (e *hostDiskError) Error() string { return e.msg }
 // prepareHostDisks gives the launcher each hostDisk image of vmi: DiskOrCreate creates a sparse
 // image of its capacity when there is none, Disk must exist; either way the regular file (never a
 // symlink or a directory, and reached through no symlink) is handed to the launcher's user. dir is
-// the node's launcherv1.HostDiskRoot as the agent sees it.
-func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance) error {
+// the node's launcherv1.HostDiskRoot as the agent sees it; the launcher's user is the one its Pod
+// runs as.
+func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod) error {
+	owner := launcherUser(pod)
 	for i, v := range vmi.Spec.Volumes {
 		hd := v.HostDisk
 		if hd == nil {
@@ -33,7 +37,7 @@ func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance) error {
 		if !ok || !strings.HasPrefix(hd.Path, launcherv1.HostDiskDir(vmi.Namespace)) {
 			return &hostDiskError{fmt.Sprintf("%s.path: %q is not under %s", field, hd.Path, launcherv1.HostDiskDir(vmi.Namespace))}
 		}
-		if err := provideImage(dir, rel, hd, field); err != nil {
+		if err := provideImage(dir, rel, hd, field, owner); err != nil {
 			return err
 		}
 	}
@@ -41,7 +45,7 @@ func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance) error {
 }
 
 // provideImage makes dir/rel a regular file owned by the launcher's user.
-func provideImage(dir, rel string, hd *virtv1.HostDisk, field string) error {
+func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user) error {
 	parts := strings.Split(rel, "/")
 	cur := dir
 	for _, p := range parts[:len(parts)-1] { // the directories: created, never followed as symlinks
@@ -84,8 +88,28 @@ func provideImage(dir, rel string, hd *virtv1.HostDisk, field string) error {
 			return &hostDiskError{fmt.Sprintf("%s.capacity: cannot make a %s image: %v", field, hd.Capacity.String(), err)}
 		}
 	}
-	if err := f.Chown(launcherv1.LauncherUID, launcherv1.LauncherUID); err != nil {
+	if err := f.Chown(owner.uid, owner.gid); err != nil {
 		return fmt.Errorf("%s.path: give %s to the launcher: %w", field, hd.Path, err)
 	}
 	return nil
+}
+
+// user is a numeric user and group.
+type user struct{ uid, gid int }
+
+// launcherUser is the user and group the launcher Pod's containers run as (the controller renders
+// them from its --launcher-uid), launcherv1.LauncherUID when the Pod does not say.
+func launcherUser(pod *corev1.Pod) user {
+	u := user{launcherv1.LauncherUID, launcherv1.LauncherUID}
+	if pod == nil || pod.Spec.SecurityContext == nil {
+		return u
+	}
+	if sc := pod.Spec.SecurityContext; sc.RunAsUser != nil {
+		u.uid = int(*sc.RunAsUser)
+		u.gid = u.uid
+		if sc.RunAsGroup != nil {
+			u.gid = int(*sc.RunAsGroup)
+		}
+	}
+	return u
 }

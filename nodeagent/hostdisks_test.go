@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -29,7 +31,7 @@ func TestPrepareHostDisks(t *testing.T) {
 	}
 	dir := t.TempDir()
 	created := virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/data.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("16Mi")}
-	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created)))
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created), nil))
 	fi, err := os.Stat(filepath.Join(dir, "vm1", "data.img"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(16<<20), fi.Size())
@@ -38,19 +40,27 @@ func TestPrepareHostDisks(t *testing.T) {
 
 	// An existing image is kept as it is (its data survives the instance).
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "vm1", "data.img"), []byte("kept"), 0o600))
-	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created, virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/data.img", Type: virtv1.HostDiskExists})))
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created, virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/data.img", Type: virtv1.HostDiskExists}), nil))
 	data, err := os.ReadFile(filepath.Join(dir, "vm1", "data.img"))
 	require.NoError(t, err)
 	assert.Equal(t, "kept", string(data))
 
-	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/missing.img", Type: virtv1.HostDiskExists}))
+	// The image goes to the user the launcher Pod runs as (the controller's --launcher-uid).
+	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(2000)), RunAsGroup: ptr.To(int64(3000))}}}
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created), pod))
+	fi, err = os.Stat(filepath.Join(dir, "vm1", "data.img"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 2000, fi.Sys().(*syscall.Stat_t).Uid)
+	assert.EqualValues(t, 3000, fi.Sys().(*syscall.Stat_t).Gid)
+
+	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/missing.img", Type: virtv1.HostDiskExists}), nil)
 	var herr *hostDiskError
 	require.ErrorAs(t, err, &herr)
 	assert.Equal(t, "spec.volumes[0].hostDisk.path: /var/lib/podvirt/hostdisks/vm1/missing.img does not exist on the node (type Disk; DiskOrCreate creates it)", err.Error())
 	assert.True(t, permanentSyncError(err), "the instance fails")
 
 	for _, p := range []string{"/etc/shadow", launcherv1.HostDiskRoot + "/other-namespace/data.img"} {
-		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: p, Type: virtv1.HostDiskExists}))
+		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: p, Type: virtv1.HostDiskExists}), nil)
 		require.ErrorAs(t, err, &herr, "never outside the namespace's host disk directory, whatever admission let through: %s", p)
 	}
 
@@ -60,12 +70,12 @@ func TestPrepareHostDisks(t *testing.T) {
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "vm1", "link.img")))
 	require.NoError(t, os.Symlink(filepath.Dir(outside), filepath.Join(dir, "vm1", "linkdir")))
 	for _, p := range []string{"/vm1/link.img", "/vm1/linkdir/victim"} {
-		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + p, Type: virtv1.HostDiskExists}))
+		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + p, Type: virtv1.HostDiskExists}), nil)
 		require.ErrorAs(t, err, &herr, p)
 	}
 	fi, err = os.Stat(outside)
 	require.NoError(t, err)
 	assert.Zero(t, fi.Sys().(*syscall.Stat_t).Uid, "the file outside kept its owner")
-	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1", Type: virtv1.HostDiskExists}))
+	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1", Type: virtv1.HostDiskExists}), nil)
 	require.ErrorAs(t, err, &herr, "a directory is not an image")
 }

@@ -209,7 +209,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return r.launcherDown(s, err)
 	}
 	if st.State == launcherv1.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
-		if err = prepareHostDisks(r.HostDiskDir, s.vmi); err == nil {
+		if err = prepareHostDisks(r.HostDiskDir, s.vmi, s.obs.pod); err == nil {
 			st, err = r.sync(ctx, s)
 		}
 		if err != nil {

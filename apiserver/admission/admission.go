@@ -207,13 +207,26 @@ func validateProbe(spec *virtv1.VirtualMachineInstanceSpec, p *virtv1.Probe, at 
 	return nil
 }
 
-// validateVolumes allows one serviceAccount volume, and keeps every hostDisk image under its
+// validateVolumes keeps config disk labels to an ISO volume id's length, allows one serviceAccount
+// volume, and keeps every hostDisk image under its
 // namespace's directory of launcherv1.HostDiskRoot on the node (the only place the node agent creates
 // files and hands them to the launcher) and sized when created.
 func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, namespace string, volumes *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	accounts := 0
 	for i, v := range spec.Volumes {
+		var kind, label string
+		switch {
+		case v.ConfigMap != nil:
+			kind, label = "configMap", v.ConfigMap.VolumeLabel
+		case v.Secret != nil:
+			kind, label = "secret", v.Secret.VolumeLabel
+		case v.DownwardAPI != nil:
+			kind, label = "downwardAPI", v.DownwardAPI.VolumeLabel
+		}
+		if len(label) > isoVolumeIDMax {
+			errs = append(errs, field.TooLong(volumes.Index(i).Child(kind, "volumeLabel"), label, isoVolumeIDMax))
+		}
 		if v.ServiceAccount != nil {
 			if accounts++; accounts > 1 {
 				errs = append(errs, field.Forbidden(volumes.Index(i).Child("serviceAccount"), "an instance may have one serviceAccount volume (its launcher Pod runs as that ServiceAccount)"))
@@ -233,6 +246,10 @@ func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, namespace string, 
 	}
 	return errs
 }
+
+// isoVolumeIDMax is the length of an ISO 9660 volume identifier, which a config disk's volumeLabel
+// becomes.
+const isoVolumeIDMax = 32
 
 // ValidateInstanceUpdate refuses changes to a created instance's spec: an instance runs what it was
 // created with (a VirtualMachine's template changes reach the next instance). The termination grace

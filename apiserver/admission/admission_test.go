@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,6 +98,10 @@ func TestValidateInstanceSpec(t *testing.T) {
 		{"tcp probe", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(22)}}}
 		}, "spec.readinessProbe.tcpSocket"},
+		{"config disk label longer than an ISO volume id", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Volumes = []virtv1.Volume{{Name: "c", VolumeSource: virtv1.VolumeSource{ConfigMap: &virtv1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, VolumeLabel: strings.Repeat("L", 33)}}}}
+		}, "spec.volumes[0].configMap.volumeLabel"},
 		{"secure boot without SMM", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Firmware = &virtv1.Firmware{Bootloader: &virtv1.Bootloader{EFI: &virtv1.EFI{}}}
 			s.Domain.Features = &virtv1.Features{SMM: &virtv1.FeatureState{Enabled: ptr.To(false)}}

@@ -212,7 +212,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if d.action == actCreate && len(s.vm.Spec.DataVolumeTemplates) > 0 {
 		cdi, err := r.cdiInstalled()
 		if err == nil && cdi {
-			err = r.ensureDataVolumes(ctx, s.vm)
+			// A missing instancetype or preference stops the start below (act), saying so.
+			specs, _ := instancetype.Live(ctx, r.APIReader, s.vm)
+			err = r.ensureDataVolumes(ctx, s.vm, specs.Preference)
 		}
 		if err != nil {
 			r.setStatus(s, d)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
@@ -54,11 +55,16 @@ func dataVolumeClaims(vm *virtv1.VirtualMachine) []string {
 }
 
 // ensureDataVolumes creates the DataVolumes of vm's dataVolumeTemplates that do not exist yet,
-// owned by vm; CDI then provisions their claims.
-func (r *Reconciler) ensureDataVolumes(ctx context.Context, vm *virtv1.VirtualMachine) error {
+// owned by vm, in the preference's preferred StorageClass when a template names none; CDI then
+// provisions their claims.
+func (r *Reconciler) ensureDataVolumes(ctx context.Context, vm *virtv1.VirtualMachine, pref *itv1beta1.VirtualMachinePreferenceSpec) error {
 	for i := range vm.Spec.DataVolumeTemplates {
 		t := &vm.Spec.DataVolumeTemplates[i]
-		spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&t.Spec)
+		dvSpec := t.Spec.DeepCopy()
+		if pref != nil && pref.Volumes != nil && pref.Volumes.PreferredStorageClassName != "" {
+			preferStorageClass(dvSpec, pref.Volumes.PreferredStorageClassName)
+		}
+		spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(dvSpec)
 		if err != nil {
 			return fmt.Errorf("spec.dataVolumeTemplates[%d].spec: %w", i, err)
 		}
@@ -74,4 +80,14 @@ func (r *Reconciler) ensureDataVolumes(ctx context.Context, vm *virtv1.VirtualMa
 		}
 	}
 	return nil
+}
+
+// preferStorageClass sets the claim's StorageClass when the DataVolume names none.
+func preferStorageClass(spec *virtv1.DataVolumeSpec, class string) {
+	switch {
+	case spec.Storage != nil && spec.Storage.StorageClassName == nil:
+		spec.Storage.StorageClassName = &class
+	case spec.PVC != nil && spec.PVC.StorageClassName == nil:
+		spec.PVC.StorageClassName = &class
+	}
 }

@@ -117,41 +117,51 @@ func TestRealGuestEFI(t *testing.T) {
 	}
 }
 
-// tpmEKUserData prints a digest of the TPM's endorsement key (the demo guest's tpm-ek).
-const tpmEKUserData = "#!/bin/sh\ntpm-ek\n"
+// bootOnce boots the demo disk in a new launcher for VMI ns/name with the user data (after mutate),
+// waits for the user data to finish, shuts the guest down (ACPI) and returns its serial console.
+func bootOnce(t *testing.T, name, userData string, mutate func(*virtv1.VirtualMachineInstance)) string {
+	t.Helper()
+	p := startPod(t, name)
+	v := vmi(name, 30)
+	if _, err := diskcopy.Copy(filepath.Join(demoGuest(t), "demo.qcow2"), filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/"); err != nil {
+		t.Fatal(err)
+	}
+	v.Spec.Domain.Devices.Disks = []virtv1.Disk{
+		{Name: "containerdisk", BootOrder: ptr.To(uint(1)), Disk: &virtv1.DiskTarget{Bus: "virtio"}},
+		{Name: "cloudinitdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}},
+	}
+	v.Spec.Volumes = []virtv1.Volume{
+		{Name: "containerdisk", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "kubevirt/cirros-container-disk-demo:latest"}}},
+		{Name: "cloudinitdisk", VolumeSource: virtv1.VolumeSource{CloudInitNoCloud: &virtv1.CloudInitNoCloudSource{UserData: userData}}},
+	}
+	mutate(v)
+	p.sync(v)
+	serial := filepath.Join(p.private, launcherv1.SerialLog)
+	waitLog(t, 120*time.Second, serial, "user-data exited")
+	raw, err := os.ReadFile(serial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
+	if code, final := p.waitExit(60 * time.Second); code != 0 {
+		t.Fatalf("exit %d, final %+v", code, final)
+	}
+	return string(raw)
+}
 
 // TestRealGuestPersistentTPM boots the demo guest twice with a persistent TPM on the same state
-// volume: the second guest sees the TPM the first one had (the same endorsement key), and the
-// state is on the volume.
+// volume: the second guest sees the TPM the first one had (the same endorsement key, printed by the
+// demo guest's tpm-ek), and the state is on the volume.
 func TestRealGuestPersistentTPM(t *testing.T) {
-	guest := demoGuest(t)
 	makeStateDir(t, "tpm")
+	ekLine := regexp.MustCompile(`tpm ek: ([0-9a-f]{32})`)
 	ek := func() string {
-		p := startPod(t, "tpm")
-		v := vmi("tpm", 30)
-		if _, err := diskcopy.Copy(filepath.Join(guest, "demo.qcow2"), filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/"); err != nil {
-			t.Fatal(err)
-		}
-		v.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
-		v.Spec.Domain.Devices.Disks = []virtv1.Disk{{Name: "containerdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}}, {Name: "cloudinitdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}}}
-		v.Spec.Volumes = []virtv1.Volume{
-			{Name: "containerdisk", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "kubevirt/cirros-container-disk-demo:latest"}}},
-			{Name: "cloudinitdisk", VolumeSource: virtv1.VolumeSource{CloudInitNoCloud: &virtv1.CloudInitNoCloudSource{UserData: tpmEKUserData}}},
-		}
-		p.sync(v)
-		serial := filepath.Join(p.private, launcherv1.SerialLog)
-		waitLog(t, 90*time.Second, serial, "user-data exited")
-		raw, err := os.ReadFile(serial)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := regexp.MustCompile(`tpm ek: ([0-9a-f]{32})`).FindStringSubmatch(string(raw))
+		console := bootOnce(t, "tpm", "#!/bin/sh\ntpm-ek\n", func(v *virtv1.VirtualMachineInstance) {
+			v.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
+		})
+		m := ekLine.FindStringSubmatch(console)
 		if m == nil {
-			t.Fatalf("the guest printed no endorsement key digest:\n%s", raw)
-		}
-		p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
-		if code, final := p.waitExit(45 * time.Second); code != 0 {
-			t.Fatalf("exit %d, final %+v", code, final)
+			t.Fatalf("the guest printed no endorsement key digest:\n%s", console)
 		}
 		return m[1]
 	}
@@ -161,6 +171,30 @@ func TestRealGuestPersistentTPM(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(stateDir("tpm"), launcherv1.TPMStateSubdir, "tpm2", "tpm2-00.permall")); err != nil {
 		t.Errorf("no TPM state on the persistent state volume: %v", err)
+	}
+}
+
+// TestRealGuestPersistentEFIVariables boots the demo disk through OVMF twice with persistent EFI
+// variables on the same state volume: a variable the first guest writes (the demo guest's
+// efivar-mark, through efivarfs) is there for the second.
+func TestRealGuestPersistentEFIVariables(t *testing.T) {
+	makeStateDir(t, "efivars")
+	efivar := func() string {
+		console := bootOnce(t, "efivars", "#!/bin/sh\nefivar-mark\n", func(v *virtv1.VirtualMachineInstance) {
+			v.Spec.Domain.Firmware.Bootloader = &virtv1.Bootloader{EFI: &virtv1.EFI{SecureBoot: ptr.To(false), Persistent: ptr.To(true)}}
+			v.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi") // OVMF
+		})
+		m := regexp.MustCompile(`efivar: (\w+)`).FindStringSubmatch(console)
+		if m == nil {
+			t.Fatalf("the guest printed no efivar line:\n%s", console)
+		}
+		return m[1]
+	}
+	if first := efivar(); first != "written" {
+		t.Fatalf("first boot: efivar %q, want written (a fresh variable store)", first)
+	}
+	if second := efivar(); second != "kept" {
+		t.Errorf("second boot: efivar %q, want kept: the EFI variables did not persist", second)
 	}
 }
 
@@ -222,56 +256,6 @@ func TestRealGuestHugepages(t *testing.T) {
 	waitLog(t, 90*time.Second, filepath.Join(p.private, launcherv1.SerialLog), "booted")
 	if used := inUse() - before; used < 32 {
 		t.Errorf("the guest's memory is not in huge pages: %d pages taken or reserved, want 32 (%v)", used, hugepageCounts(t))
-	}
-}
-
-// efiVarUserData writes an EFI variable the first time and prints it the next (the demo guest's
-// efivar-mark).
-const efiVarUserData = "#!/bin/sh\nefivar-mark\n"
-
-// TestRealGuestPersistentEFIVariables boots the demo disk through OVMF twice with persistent EFI
-// variables on the same state volume: a variable the first guest writes is there for the second.
-func TestRealGuestPersistentEFIVariables(t *testing.T) {
-	guest := demoGuest(t)
-	makeStateDir(t, "efivars")
-	boot := func() string {
-		p := startPod(t, "efivars")
-		v := vmi("efivars", 30)
-		if _, err := diskcopy.Copy(filepath.Join(guest, "demo.qcow2"), filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/"); err != nil {
-			t.Fatal(err)
-		}
-		v.Spec.Domain.Firmware.Bootloader = &virtv1.Bootloader{EFI: &virtv1.EFI{SecureBoot: ptr.To(false), Persistent: ptr.To(true)}}
-		v.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi")
-		v.Spec.Domain.Devices.Disks = []virtv1.Disk{
-			{Name: "containerdisk", BootOrder: ptr.To(uint(1)), Disk: &virtv1.DiskTarget{Bus: "virtio"}},
-			{Name: "cloudinitdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}},
-		}
-		v.Spec.Volumes = []virtv1.Volume{
-			{Name: "containerdisk", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "kubevirt/cirros-container-disk-demo:latest"}}},
-			{Name: "cloudinitdisk", VolumeSource: virtv1.VolumeSource{CloudInitNoCloud: &virtv1.CloudInitNoCloudSource{UserData: efiVarUserData}}},
-		}
-		p.sync(v)
-		serial := filepath.Join(p.private, launcherv1.SerialLog)
-		waitLog(t, 120*time.Second, serial, "user-data exited")
-		raw, err := os.ReadFile(serial)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
-		if code, final := p.waitExit(60 * time.Second); code != 0 {
-			t.Fatalf("exit %d, final %+v", code, final)
-		}
-		m := regexp.MustCompile(`efivar: (\w+)`).FindStringSubmatch(string(raw))
-		if m == nil {
-			t.Fatalf("the guest printed no efivar line:\n%s", raw)
-		}
-		return m[1]
-	}
-	if first := boot(); first != "written" {
-		t.Fatalf("first boot: efivar %q, want written (a fresh variable store)", first)
-	}
-	if second := boot(); second != "kept" {
-		t.Errorf("second boot: efivar %q, want kept: the EFI variables did not persist", second)
 	}
 }
 
