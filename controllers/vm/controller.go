@@ -22,6 +22,7 @@ import (
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/instancetype"
+	"github.com/podvirt/podvirt/internal/optionalapi"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
@@ -247,8 +248,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	result := ctrl.Result{RequeueAfter: d.retryAfter}
-	if d.waitingForClaims && len(s.vols.noCDI) > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > cdiRecheck) {
-		result.RequeueAfter = cdiRecheck
+	if d.waitingForClaims && len(s.vols.noCDI) > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > optionalapi.Recheck) {
+		result.RequeueAfter = optionalapi.Recheck
 	}
 	return result, nil
 }

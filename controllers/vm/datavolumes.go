@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +13,7 @@ import (
 
 	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/optionalapi"
 )
 
 // DataVolumeGVK is CDI's DataVolume, which provisions the claim a dataVolume volume uses (CDI names
@@ -22,20 +21,9 @@ import (
 // is installed and says so when it is not.
 var DataVolumeGVK = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"}
 
-// cdiRecheck is how often a VM waiting for claims only CDI would provision looks again whether CDI
-// has been installed since: installing an API sends no event to VMs.
-const cdiRecheck = 30 * time.Second
-
 // cdiInstalled reports whether the apiserver serves CDI's DataVolumes.
 func (r *Reconciler) cdiInstalled() (bool, error) {
-	_, err := r.Client.RESTMapper().RESTMapping(DataVolumeGVK.GroupKind(), DataVolumeGVK.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("look up CDI's DataVolume API: %w", err)
-	}
-	return true, nil
+	return optionalapi.Served(r.Client.RESTMapper(), DataVolumeGVK)
 }
 
 // dataVolumeClaims are the claims of vm's template that a DataVolume provisions.

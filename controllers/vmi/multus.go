@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/optionalapi"
 )
 
 // NetworkAttachmentDefinitionGVK is Multus' API: a secondary network an instance's Pod joins.
@@ -23,10 +24,6 @@ const (
 	// ReasonSecondaryNetworksNotSupported: Multus is there, and Podvirt does not attach its networks yet.
 	ReasonSecondaryNetworksNotSupported = "SecondaryNetworksNotSupported"
 )
-
-// multusRecheck is how often an instance waiting for Multus looks again whether it has been
-// installed since: installing an API sends no event to instances.
-const multusRecheck = 30 * time.Second
 
 // multusNetworks names the instance's networks that Multus provides, as "name (networkName)".
 func multusNetworks(vmi *virtv1.VirtualMachineInstance) []string {
@@ -47,16 +44,16 @@ func (r *Reconciler) holdForMultus(vmi *virtv1.VirtualMachineInstance) (held boo
 	if len(nets) == 0 {
 		return false, 0, nil
 	}
-	_, err = r.Client.RESTMapper().RESTMapping(NetworkAttachmentDefinitionGVK.GroupKind(), NetworkAttachmentDefinitionGVK.Version)
+	served, err := optionalapi.Served(r.Client.RESTMapper(), NetworkAttachmentDefinitionGVK)
+	if err != nil {
+		return false, 0, err
+	}
 	reason, message := ReasonSecondaryNetworksNotSupported,
 		"network(s) "+strings.Join(nets, ", ")+": Podvirt does not attach Multus secondary networks yet; use the pod network"
-	switch {
-	case meta.IsNoMatchError(err):
+	if !served {
 		reason, message = ReasonMultusNotInstalled, "network(s) "+strings.Join(nets, ", ")+
 			" need Multus, which is not installed (no k8s.cni.cncf.io NetworkAttachmentDefinition API): install Multus or use the pod network"
-		retry = multusRecheck
-	case err != nil:
-		return false, 0, fmt.Errorf("look up Multus' NetworkAttachmentDefinition API: %w", err)
+		retry = optionalapi.Recheck
 	}
 	vmi.Status.SetPhase(virtv1.Pending, "", metav1.NewTime(r.Clock.Now()))
 	if c := meta.FindStatusCondition(vmi.Status.Conditions, virtv1.VirtualMachineInstanceSynchronized); c == nil || c.Reason != reason {
