@@ -33,8 +33,8 @@ func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev
 			continue
 		}
 		field := fmt.Sprintf("spec.volumes[%d].hostDisk", i)
-		rel, ok := strings.CutPrefix(filepath.Clean(hd.Path), launcherv1.HostDiskRoot+"/")
-		if !ok || !strings.HasPrefix(hd.Path, launcherv1.HostDiskDir(vmi.Namespace)) {
+		rel, ok := strings.CutPrefix(hd.Path, launcherv1.HostDiskRoot+"/")
+		if !ok || !launcherv1.InHostDiskDir(vmi.Namespace, hd.Path) {
 			return &hostDiskError{fmt.Sprintf("%s.path: %q is not under %s", field, hd.Path, launcherv1.HostDiskDir(vmi.Namespace))}
 		}
 		if err := provideImage(dir, rel, hd, field, owner); err != nil {

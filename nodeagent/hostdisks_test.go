@@ -64,6 +64,11 @@ func TestPrepareHostDisks(t *testing.T) {
 		require.ErrorAs(t, err, &herr, "never outside the namespace's host disk directory, whatever admission let through: %s", p)
 	}
 
+	// A path that climbs out of the namespace's directory creates nothing elsewhere.
+	escape := virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/../other-namespace/data.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("1Mi")}
+	require.ErrorAs(t, prepareHostDisks(dir, hostDiskVMI(escape), nil), &herr)
+	assert.NoFileExists(t, filepath.Join(dir, "other-namespace", "data.img"))
+
 	// Symlinks are never followed: not as the image, not as a directory on the way.
 	outside := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(outside, []byte("x"), 0o600))

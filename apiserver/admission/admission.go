@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"path"
 	"reflect"
 	"strings"
 
@@ -109,7 +108,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
 	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
 	errs = append(errs, validateBridges(spec, domain.Child("devices", "interfaces"))...)
-	errs = append(errs, validateProbe(spec, spec.ReadinessProbe, fld.Child("readinessProbe"))...)
+	errs = append(errs, validateReadinessProbe(spec, fld.Child("readinessProbe"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
@@ -188,10 +187,11 @@ func validateBridges(spec *virtv1.VirtualMachineInstanceSpec, interfaces *field.
 	return errs
 }
 
-// validateProbe wants a handler (httpGet; the others are refused by their family) whose port is a
-// number: the launcher forwards it to the guest, and there is no container port a name could
-// resolve to.
-func validateProbe(spec *virtv1.VirtualMachineInstanceSpec, p *virtv1.Probe, at *field.Path) field.ErrorList {
+// validateReadinessProbe wants a handler (httpGet; the others are refused by their family) whose
+// port is a number, and a pod network interface: the launcher forwards the port to the guest, and
+// there is no container port a name could resolve to.
+func validateReadinessProbe(spec *virtv1.VirtualMachineInstanceSpec, at *field.Path) field.ErrorList {
+	p := spec.ReadinessProbe
 	switch {
 	case p == nil || p.Exec != nil || p.GuestAgentPing != nil || p.TCPSocket != nil:
 		return nil
@@ -208,9 +208,9 @@ func validateProbe(spec *virtv1.VirtualMachineInstanceSpec, p *virtv1.Probe, at 
 }
 
 // validateVolumes keeps config disk labels to an ISO volume id's length, allows one serviceAccount
-// volume, and keeps every hostDisk image under its
-// namespace's directory of launcherv1.HostDiskRoot on the node (the only place the node agent creates
-// files and hands them to the launcher) and sized when created.
+// volume, and keeps every hostDisk image under its namespace's directory of launcherv1.HostDiskRoot
+// on the node (the only place the node agent creates files and hands them to the launcher) and
+// sized when created.
 func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, namespace string, volumes *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	accounts := 0
@@ -237,8 +237,8 @@ func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, namespace string, 
 			continue
 		}
 		p := volumes.Index(i).Child("hostDisk")
-		if dir := launcherv1.HostDiskDir(namespace); path.Clean(hd.Path) != hd.Path || !strings.HasPrefix(hd.Path, dir) {
-			errs = append(errs, field.Invalid(p.Child("path"), hd.Path, "must be a clean absolute path under "+dir+" (the node directory Podvirt keeps this namespace's host disks in)"))
+		if !launcherv1.InHostDiskDir(namespace, hd.Path) {
+			errs = append(errs, field.Invalid(p.Child("path"), hd.Path, "must be a clean absolute path under "+launcherv1.HostDiskDir(namespace)+" (the node directory Podvirt keeps this namespace's host disks in)"))
 		}
 		if hd.Type == virtv1.HostDiskExistsOrCreate && hd.Capacity.Sign() <= 0 {
 			errs = append(errs, field.Required(p.Child("capacity"), "DiskOrCreate needs the size of the image to create"))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,7 +64,7 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 		return nil, err
 	}
 	for i, v := range vmi.Spec.Volumes { // admission refuses these first; never mount another namespace's
-		if v.HostDisk != nil && (path.Clean(v.HostDisk.Path) != v.HostDisk.Path || !strings.HasPrefix(v.HostDisk.Path, launcherv1.HostDiskDir(vmi.Namespace))) {
+		if v.HostDisk != nil && !launcherv1.InHostDiskDir(vmi.Namespace, v.HostDisk.Path) {
 			return nil, fmt.Errorf("spec.volumes[%d].hostDisk.path: %q is not under %s", i, v.HostDisk.Path, launcherv1.HostDiskDir(vmi.Namespace))
 		}
 	}
@@ -296,8 +295,9 @@ func computeContainer(vmi *virtv1.VirtualMachineInstance, cfg Config, resources 
 	}
 }
 
-// podProbe is the compute container's probe for an instance's httpGet probe (as KubeVirt does it): the kubelet reaches the guest through the port the launcher forwards from the
-// Pod's address. The Pod's readiness becomes the instance's (and the VM's).
+// podProbe is the compute container's probe for an instance's httpGet probe (as KubeVirt does it):
+// the kubelet reaches the guest through the port the launcher forwards from the Pod's address. The
+// Pod's readiness becomes the instance's (and the VM's).
 func podProbe(p *virtv1.Probe) *corev1.Probe {
 	if p == nil || p.HTTPGet == nil {
 		return nil

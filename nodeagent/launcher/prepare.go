@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
@@ -217,7 +218,7 @@ func prepareFiles(ctx context.Context, vmi *virtv1.VirtualMachineInstance, plan 
 // the directory of its EFI variables (libvirt copies OVMF's template there when there is none yet),
 // and its TPM's state, linked from the embedded driver's swtpm directory for the domain
 // (lib/swtpm/<uuid> under its root; swtpm_setup manufactures a TPM there only when none is there).
-func preparePersistentState(cfg *Config, spec *virtv1.VirtualMachineInstanceSpec, uuid string) error {
+func preparePersistentState(cfg *Config, spec *virtv1.VirtualMachineInstanceSpec, domainUUID string) error {
 	if !spec.PersistentState() {
 		return nil
 	}
@@ -240,10 +241,10 @@ func preparePersistentState(cfg *Config, spec *virtv1.VirtualMachineInstanceSpec
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return fmt.Errorf("create the TPM state directory: %w", err)
 	}
-	if filepath.Base(uuid) != uuid || uuid == "." || uuid == ".." { // admission checks it is a UUID
-		return fmt.Errorf("%w: spec.domain.firmware.uuid: %q is not a UUID", errBadRequest, uuid)
+	if _, err := uuid.Parse(domainUUID); err != nil { // admission checks it too; it becomes a path here
+		return fmt.Errorf("%w: spec.domain.firmware.uuid: %q is not a UUID", errBadRequest, domainUUID)
 	}
-	link := filepath.Join(cfg.LibvirtRoot, "lib", "swtpm", uuid)
+	link := filepath.Join(cfg.LibvirtRoot, "lib", "swtpm", domainUUID)
 	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
 		return fmt.Errorf("create swtpm directory: %w", err)
 	}

@@ -197,22 +197,26 @@ func TestRefusedConfig(t *testing.T) {
 func TestPreparePersistentState(t *testing.T) {
 	root, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
 	cfg := &Config{LibvirtRoot: root, StateDir: state}
+	const id = "0d2a2043-41c0-59c3-9b17-025022203668"
 	spec := &virtv1.VirtualMachineInstanceSpec{Domain: virtv1.DomainSpec{
 		Devices:  virtv1.Devices{TPM: &virtv1.TPMDevice{Persistent: ptr.To(true)}},
 		Firmware: &virtv1.Firmware{Bootloader: &virtv1.Bootloader{EFI: &virtv1.EFI{Persistent: ptr.To(true)}}},
 	}}
-	if err := preparePersistentState(cfg, spec, "u-1"); !errors.Is(err, errBadRequest) {
+	if err := preparePersistentState(cfg, spec, id); !errors.Is(err, errBadRequest) {
 		t.Fatalf("without the state volume: want a bad request, got %v", err)
 	}
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // a second start finds the link of the first
-		if err := preparePersistentState(cfg, spec, "u-1"); err != nil {
+		if err := preparePersistentState(cfg, spec, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	target, err := os.Readlink(filepath.Join(root, "lib", "swtpm", "u-1"))
+	if err := preparePersistentState(cfg, spec, "../../escape"); !errors.Is(err, errBadRequest) {
+		t.Errorf("a domain UUID that is not one becomes no path: want a bad request, got %v", err)
+	}
+	target, err := os.Readlink(filepath.Join(root, "lib", "swtpm", id))
 	if err != nil || target != filepath.Join(state, launcherv1.TPMStateSubdir) {
 		t.Errorf("link to %q (%v), want the state volume's %s", target, err, launcherv1.TPMStateSubdir)
 	}

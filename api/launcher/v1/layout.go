@@ -1,5 +1,10 @@
 package v1
 
+import (
+	"path"
+	"strings"
+)
+
 // Names and paths inside the launcher Pod. The controller renders the Pod with them, the launcher
 // creates its files there, and the node agent reaches the same directory from the node through the
 // kubelet's emptyDir path (see HostPrivateDir).
@@ -128,3 +133,9 @@ const (
 // HostDiskDir is the directory an instance's hostDisk images must be in: its namespace's under
 // HostDiskRoot, so that no instance reaches another namespace's images.
 func HostDiskDir(namespace string) string { return HostDiskRoot + "/" + namespace + "/" }
+
+// InHostDiskDir reports whether p is a clean path under HostDiskDir(namespace): the one check
+// admission, the launcher Pod's rendering and the node agent each make of a hostDisk path.
+func InHostDiskDir(namespace, p string) bool {
+	return path.Clean(p) == p && strings.HasPrefix(p, HostDiskDir(namespace))
+}
