@@ -1,4 +1,5 @@
-# The local single-node cluster, its images and the e2e tests. See docs/local-cluster.md.
+# The local cluster (one node, or NODES on this machine), its images and the e2e tests. See
+# docs/local-cluster.md.
 #
 # Images: every image is an OCI tarball in $(IMAGE_CACHE) named docker.io/podvirt/<name>:dev, built by
 # `go run ./cmd/podvirt-image build` (reproducible: same inputs, same digest). To add one, in your own
@@ -23,6 +24,9 @@ PODVIRT_CLUSTER    ?= go run ./cmd/podvirt-cluster
 PODVIRT_IMAGE      ?= go run ./cmd/podvirt-image
 KUBECTL            ?= $(firstword $(wildcard $(PODVIRT_CACHE)/bin/kubernetes-*/kubectl) $(shell command -v kubectl))
 E2E_TIMEOUT        ?= 40m
+# How many nodes cluster-up brings up: one for the demo, two for the e2e tests (migration, node loss).
+NODES              ?= 1
+E2E_NODES          ?= 2
 # What `make deploy` applies: the local-cluster variant of install/ when there is one.
 DEPLOY_KUSTOMIZATION ?= $(if $(wildcard install/local/kustomization.yaml),install/local,install)
 
@@ -32,8 +36,8 @@ go-static = mkdir -p $(dir $(2)) && CGO_ENABLED=0 go build -trimpath -ldflags='-
 IMAGE_TARGETS += image-e2e-probe
 
 .PHONY: cluster-up cluster-down cluster-status cluster-logs cluster-verify-clean
-cluster-up: ## Start the local single-node cluster (idempotent); prints how to use its kubeconfig
-	$(HEAVY) $(PODVIRT_CLUSTER) up
+cluster-up: ## Start the local cluster with NODES nodes (default 1; idempotent, adds nodes to a running one); prints how to use its kubeconfig
+	$(HEAVY) $(PODVIRT_CLUSTER) up --nodes $(NODES)
 
 cluster-down: ## Stop the local cluster and remove everything it created (the image cache stays)
 	$(PODVIRT_CLUSTER) down
@@ -63,8 +67,8 @@ images: ## Build every image of every area ($(IMAGE_TARGETS))
 .PHONY: cluster-ensure-up
 cluster-ensure-up:
 	@if [ -f $(CLUSTER_KUBECONFIG) ] && $(PODVIRT_CLUSTER) status >/dev/null 2>&1 && \
-	    KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) get --raw /readyz >/dev/null 2>&1; then \
-	  echo "cluster is up"; else $(MAKE) --no-print-directory cluster-up; fi
+	    [ "$$(KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) get nodes --no-headers 2>/dev/null | grep -cw Ready)" -ge $(NODES) ]; then \
+	  echo "cluster is up"; else $(MAKE) --no-print-directory cluster-up NODES=$(NODES); fi
 
 .PHONY: deploy
 deploy: ## Apply install/local (else install/) with kustomize to the local cluster, server-side
@@ -76,6 +80,7 @@ cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed one
 	$(MAKE) --no-print-directory deploy
 
 .PHONY: e2e
+e2e: NODES = $(E2E_NODES)
 e2e: cluster-ensure-up images virtctl ## Bring the cluster up if absent (left up), build+import images, deploy, run the e2e tests
 	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
 	$(MAKE) --no-print-directory deploy

@@ -1,5 +1,5 @@
-// Command podvirt-cluster runs the local single-node Kubernetes cluster used for development and
-// e2e tests: up, down, status, logs [component], verify-clean.
+// Command podvirt-cluster runs the local Kubernetes cluster used for development and e2e tests (one
+// node, or more on the same machine): up, down, status, logs [component], verify-clean.
 package main
 
 import (
@@ -33,7 +33,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 	cfg := localcluster.DefaultConfig()
 	root := &cobra.Command{
 		Use:           "podvirt-cluster",
-		Short:         "A real single-node Kubernetes on this machine (root, Debian)",
+		Short:         "A real Kubernetes on this machine (root, Debian): one node, or more with up --nodes",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -41,7 +41,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 	var timeout time.Duration
 	up := &cobra.Command{
 		Use:   "up",
-		Short: "Start the cluster (idempotent) and wait until the node is Ready",
+		Short: "Start the cluster, or add nodes to it (idempotent), and wait until every node is Ready",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -49,6 +49,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			return localcluster.Up(ctx, cfg, out)
 		},
 	}
+	up.Flags().IntVar(&cfg.Nodes, "nodes", cfg.Nodes, fmt.Sprintf("how many nodes (1-%d): the host, and each further one a kubelet with its own containerd in its own network and mount namespace; nodes already up stay", localcluster.MaxNodes))
 	up.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long (a cold build of the binaries takes ~15 min)")
 	down := &cobra.Command{
 		Use:   "down",

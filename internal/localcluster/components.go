@@ -13,6 +13,8 @@ import (
 type component struct {
 	name string
 	argv []string
+	// node is set for the processes of an extra node: they run in its network and mount namespaces.
+	node *node
 }
 
 // Names of the components, in start order (Down stops them in reverse, kubelet's pods first).
@@ -30,22 +32,36 @@ const (
 // componentNames lists every component in start order.
 var componentNames = []string{compContainerd, compEtcd, compAPIServer, compController, compScheduler, compKubelet, compProxy, compProvisioner}
 
-// components returns the argv of every component; binDir holds the Kubernetes binaries and self is
-// this program (copied into the state directory) for the provisioner.
-func (c Config) components(binDir, self string) []component {
+// nodeComponents are the components every node runs.
+var nodeComponents = []string{compContainerd, compKubelet, compProxy}
+
+// allComponentNames adds the components of the extra nodes that exist.
+func (c Config) allComponentNames() []string {
+	names := append([]string{}, componentNames...)
+	for _, n := range c.existingNodes()[1:] {
+		for _, base := range nodeComponents {
+			names = append(names, n.comp(base))
+		}
+	}
+	return names
+}
+
+// components returns the argv of every component of the control plane and of the nodes Up brings
+// up; binDir holds the Kubernetes binaries and self is this program (copied into the state
+// directory) for the provisioner.
+func (c Config) components(binDir, self string) map[string]component {
 	kc := func(n string) string { return c.path("kubeconfigs", n+".kubeconfig") }
 	b := func(n string) string { return filepath.Join(binDir, n) }
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(c.EtcdClientPort)
-	return []component{
-		{compContainerd, []string{"/usr/bin/containerd", "--config", c.path("containerd", "config.toml")}},
-		{compEtcd, []string{b("etcd"), "--name=podvirt", "--data-dir=" + c.path("etcd"),
+	comps := []component{
+		{name: compEtcd, argv: []string{b("etcd"), "--name=podvirt", "--data-dir=" + c.path("etcd"),
 			"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 			"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(c.EtcdPeerPort),
 			"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(c.EtcdPeerPort),
 			"--initial-cluster=podvirt=http://127.0.0.1:" + strconv.Itoa(c.EtcdPeerPort),
 			"--listen-metrics-urls=", "--quota-backend-bytes=4294967296", "--log-level=warn"}},
-		{compAPIServer, c.apiserverArgs(b("kube-apiserver"), etcdURL)},
-		{compController, []string{b("kube-controller-manager"),
+		{name: compAPIServer, argv: c.apiserverArgs(b("kube-apiserver"), etcdURL)},
+		{name: compController, argv: []string{b("kube-controller-manager"),
 			"--kubeconfig=" + kc("controller-manager"),
 			"--authentication-kubeconfig=" + kc("controller-manager"),
 			"--authorization-kubeconfig=" + kc("controller-manager"),
@@ -56,20 +72,39 @@ func (c Config) components(binDir, self string) []component {
 			"--use-service-account-credentials=true",
 			"--service-cluster-ip-range=" + c.ServiceCIDR.String(),
 			"--controllers=*,bootstrapsigner,tokencleaner"}},
-		{compScheduler, []string{b("kube-scheduler"),
+		{name: compScheduler, argv: []string{b("kube-scheduler"),
 			"--kubeconfig=" + kc("scheduler"),
 			"--authentication-kubeconfig=" + kc("scheduler"),
 			"--authorization-kubeconfig=" + kc("scheduler"),
 			"--bind-address=127.0.0.1", "--leader-elect=false"}},
-		{compKubelet, []string{b("kubelet"),
-			"--config=" + c.path("kubelet-config.yaml"),
-			"--kubeconfig=" + kc("kubelet"),
-			"--hostname-override=" + c.NodeName,
-			"--node-ip=" + c.NodeIP.String(),
+		{name: compProvisioner, argv: []string{self, "provisioner", "--kubeconfig=" + kc("provisioner"), "--dir=" + c.volumeDir()}},
+	}
+	for _, n := range c.nodes() {
+		comps = append(comps, c.nodeComponents(n, binDir)...)
+	}
+	out := map[string]component{}
+	for _, comp := range comps {
+		out[comp.name] = comp
+	}
+	return out
+}
+
+// nodeComponents returns a node's containerd, kubelet and kube-proxy.
+func (c Config) nodeComponents(n node, binDir string) []component {
+	var ns *node
+	if n.extra() {
+		ns = &n
+	}
+	return []component{
+		{name: n.comp(compContainerd), node: ns, argv: []string{"/usr/bin/containerd", "--config", filepath.Join(n.dir, "containerd", "config.toml")}},
+		{name: n.comp(compKubelet), node: ns, argv: []string{filepath.Join(binDir, "kubelet"),
+			"--config=" + filepath.Join(n.dir, "kubelet-config.yaml"),
+			"--kubeconfig=" + c.kubeletKubeconfig(n),
+			"--hostname-override=" + n.name,
+			"--node-ip=" + n.ip.String(),
 			"--root-dir=" + c.KubeletRootDir,
 			"--v=1"}},
-		{compProxy, []string{b("kube-proxy"), "--config=" + c.path("kube-proxy-config.yaml"), "--v=1"}},
-		{compProvisioner, []string{self, "provisioner", "--kubeconfig=" + kc("provisioner"), "--dir=" + c.volumeDir()}},
+		{name: n.comp(compProxy), node: ns, argv: []string{filepath.Join(binDir, "kube-proxy"), "--config=" + filepath.Join(n.dir, "kube-proxy-config.yaml"), "--v=1"}},
 	}
 }
 
@@ -107,17 +142,22 @@ func (c Config) apiserverArgs(bin, etcdURL string) []string {
 	}
 }
 
-// writeConfigs writes containerd's, the CNI, kubelet's and kube-proxy's configuration files.
+// writeConfigs writes containerd's, the CNI, kubelet's and kube-proxy's configuration files of
+// every node Up brings up.
 func (c Config) writeConfigs() error {
-	files := map[string]string{
-		c.path("containerd", "config.toml"):                  c.containerdConfig(),
-		filepath.Join(c.cniConfDir(), "10-podvirt.conflist"): c.cniConfig(),
-		c.path("kubelet-config.yaml"):                        c.kubeletConfig(),
-		c.path("kube-proxy-config.yaml"):                     c.kubeProxyConfig(),
+	files := map[string]string{}
+	for _, n := range c.nodes() {
+		files[filepath.Join(n.dir, "containerd", "config.toml")] = c.containerdConfig(n)
+		files[filepath.Join(n.cniConfDir(), "10-podvirt.conflist")] = c.cniConfig(n)
+		files[filepath.Join(n.dir, "kubelet-config.yaml")] = c.kubeletConfig(n)
+		files[filepath.Join(n.dir, "kube-proxy-config.yaml")] = c.kubeProxyConfig(n)
 	}
 	for p, content := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
+		}
+		if old, err := os.ReadFile(p); err == nil && string(old) == content {
+			continue // kube-proxy exits when its configuration file is written to
 		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", p, err)
@@ -126,9 +166,9 @@ func (c Config) writeConfigs() error {
 	return nil
 }
 
-func (c Config) containerdConfig() string {
-	return strings.NewReplacer("@STATE@", c.path("containerd"), "@SOCK@", c.ContainerdSocket(),
-		"@PAUSE@", PauseImage, "@CNICONF@", c.cniConfDir()).Replace(`version = 2
+func (c Config) containerdConfig(n node) string {
+	return strings.NewReplacer("@STATE@", filepath.Join(n.dir, "containerd"), "@SOCK@", n.containerdSocket(),
+		"@PAUSE@", PauseImage, "@CNICONF@", n.cniConfDir()).Replace(`version = 2
 root = "@STATE@/root"
 state = "@STATE@/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
@@ -154,8 +194,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `)
 }
 
-func (c Config) cniConfig() string {
-	start := addrPlus(c.PodCIDR.Addr(), 10) // below .10: the gateway and room for fixed addresses
+// cniConfig is a node's bridge network. Node 1's bridge is the cluster bridge on the host; an
+// extra node's is a bridge of the same name inside its network namespace.
+func (c Config) cniConfig(n node) string {
+	start := addrPlus(n.podCIDR.Addr(), 10) // below .10: the gateway and room for fixed addresses
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "podvirt",
@@ -176,11 +218,11 @@ func (c Config) cniConfig() string {
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, c.Bridge, c.path("cni", "ipam"), c.PodCIDR.String(), start.String(), c.NodeIP.String())
+`, c.Bridge, filepath.Join(n.dir, "cni", "ipam"), n.podCIDR.String(), start.String(), n.gateway().String())
 }
 
-func (c Config) kubeletConfig() string {
-	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+func (c Config) kubeletConfig(n node) string {
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
 readOnlyPort: 0
@@ -202,10 +244,14 @@ serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
-`, c.NodeIP, c.pki("ca.crt"), c.pki("kubelet-serving.crt"), c.pki("kubelet-serving.key"), c.ContainerdSocket())
+`, n.ip, c.pki("ca.crt"), c.pki(n.comp("kubelet-serving")+".crt"), c.pki(n.comp("kubelet-serving")+".key"), n.containerdSocket())
+	if n.extra() {
+		cfg += "cgroupRoot: " + n.cgroupParent() + "\n"
+	}
+	return cfg
 }
 
-func (c Config) kubeProxyConfig() string {
+func (c Config) kubeProxyConfig(n node) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: nftables
@@ -220,7 +266,12 @@ conntrack:
   maxPerCore: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, c.path("kubeconfigs", "kube-proxy.kubeconfig"), c.NodeName, c.PodCIDR, c.NodeIP, c.NodeIP)
+`, c.path("kubeconfigs", "kube-proxy.kubeconfig"), n.name, n.podCIDR, n.ip, n.ip)
+}
+
+// kubeletKubeconfig is a node's kubelet client kubeconfig (system:node:NAME).
+func (c Config) kubeletKubeconfig(n node) string {
+	return c.path("kubeconfigs", n.comp("kubelet")+".kubeconfig")
 }
 
 // addrPlus returns a advanced by n addresses.

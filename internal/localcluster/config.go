@@ -43,6 +43,9 @@ type Config struct {
 	APIServerPort int
 	// EtcdClientPort and EtcdPeerPort are etcd's ports on 127.0.0.1.
 	EtcdClientPort, EtcdPeerPort int
+	// Nodes is how many nodes Up brings up (1 to MaxNodes): the host itself, and each further one a
+	// kubelet with its own containerd in its own network and mount namespace (see node).
+	Nodes int
 }
 
 // DefaultConfig returns the settings the make targets use.
@@ -65,6 +68,7 @@ func DefaultConfig() Config {
 		APIServerPort:  6443,
 		EtcdClientPort: 2379,
 		EtcdPeerPort:   2380,
+		Nodes:          1,
 	}
 }
 
@@ -85,8 +89,8 @@ func (c Config) path(elem ...string) string {
 // Kubeconfig is the cluster-admin kubeconfig.
 func (c Config) Kubeconfig() string { return c.path("kubeconfig") }
 
-// ContainerdSocket is the containerd socket images are imported through.
-func (c Config) ContainerdSocket() string { return c.path("containerd", "containerd.sock") }
+// ContainerdSocket is the first node's containerd socket.
+func (c Config) ContainerdSocket() string { return c.node(1).containerdSocket() }
 
 // ImageDir keeps image tarballs across clusters; Up imports every tarball found there.
 func (c Config) ImageDir() string { return filepath.Join(c.CacheDir, "images") }
@@ -96,7 +100,6 @@ func (c Config) LogFile(component string) string { return c.path("logs", compone
 
 func (c Config) pidFile(component string) string { return c.path("run", component+".pid") }
 func (c Config) pkiDir() string                  { return c.path("pki") }
-func (c Config) cniConfDir() string              { return c.path("cni", "net.d") }
 func (c Config) volumeDir() string               { return c.path("volumes") }
 
 // APIServerURL is how clients reach the apiserver.

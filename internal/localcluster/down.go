@@ -38,19 +38,32 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	for _, n := range []string{compProvisioner, compController, compScheduler} {
 		keep(c.stop(ctx, n, 10*time.Second))
 	}
+	nodes := c.existingNodes()
 	if _, ok := c.running(compAPIServer); ok {
 		step("deleting all pods and waiting for containerd to have no tasks")
 		keep(c.deletePods(ctx, 120*time.Second))
 	}
-	keep(c.waitNoTasks(ctx, 30*time.Second))
-	for _, n := range []string{compKubelet, compProxy, compAPIServer, compEtcd} {
-		keep(c.stop(ctx, n, 15*time.Second))
+	for _, n := range nodes {
+		keep(c.waitNoTasks(ctx, n, 30*time.Second))
+	}
+	stopping := []string{}
+	for _, n := range nodes {
+		stopping = append(stopping, n.comp(compKubelet), n.comp(compProxy))
+	}
+	for _, name := range append(stopping, compAPIServer, compEtcd) {
+		keep(c.stop(ctx, name, 15*time.Second))
 	}
 	step("killing leftover containers")
-	keep(c.killTasks(ctx))
-	keep(c.stop(ctx, compContainerd, 15*time.Second))
+	for _, n := range nodes {
+		keep(c.killTasks(ctx, n))
+		keep(c.stop(ctx, n.comp(compContainerd), 15*time.Second))
+	}
 	for _, p := range processesMentioning(c.StateDir) { // containerd shims: -address <our socket>
 		keep(killAndWait(ctx, p.pid, 5*time.Second))
+	}
+	for _, n := range nodes[1:] {
+		step("node " + n.name + ": network namespace, cgroups")
+		keep(c.removeNodeHost(ctx, n))
 	}
 	step("network: kube-proxy rules, bridge, netns, iptables chains")
 	keep(c.cleanNetwork(ctx, rec))
@@ -62,6 +75,10 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	keep(os.RemoveAll(c.StateDir))
 	if haveRec {
 		for _, p := range rec.CreatedPaths {
+			// /run/netns is a mount once `ip netns add` made an extra node's namespace.
+			if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+				keep(fmt.Errorf("unmount %s: %w", p, err))
+			}
 			keep(os.RemoveAll(p))
 		}
 	}
@@ -91,58 +108,67 @@ func (c Config) deletePods(ctx context.Context, timeout time.Duration) error {
 }
 
 func (c Config) noPodsLeft(ctx context.Context, cs kubernetes.Interface) (bool, error) {
-	if _, ok := c.running(compKubelet); !ok {
-		return true, nil // nothing will finish the deletion; the tasks are killed below
-	}
 	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, nil
 	}
-	return len(pods.Items) == 0, nil
+	for _, p := range pods.Items {
+		if _, ok := c.running(c.nodeNamed(p.Spec.NodeName).comp(compKubelet)); ok {
+			return false, nil
+		}
+		// Without its kubelet nothing finishes the pod's deletion; its tasks are killed below.
+	}
+	return true, nil
 }
 
-// tasks lists containerd's tasks in the k8s.io namespace.
-func (c Config) tasks(ctx context.Context) ([]string, error) {
-	if _, ok := c.running(compContainerd); !ok {
+// nodeNamed returns the existing node called name (node 1 for an unscheduled pod).
+func (c Config) nodeNamed(name string) node {
+	for _, n := range c.existingNodes() {
+		if n.name == name {
+			return n
+		}
+	}
+	return c.node(1)
+}
+
+// tasks lists a node's containerd tasks in the k8s.io namespace.
+func (c Config) tasks(ctx context.Context, n node) ([]string, error) {
+	if _, ok := c.running(n.comp(compContainerd)); !ok {
 		return nil, nil
 	}
-	out, err := run(ctx, "ctr", "-n", "k8s.io", "--address", c.ContainerdSocket(), "tasks", "ls", "-q")
+	out, err := run(ctx, "ctr", "-n", "k8s.io", "--address", n.containerdSocket(), "tasks", "ls", "-q")
 	if err != nil {
 		return nil, err
 	}
 	return strings.Fields(out), nil
 }
 
-func (c Config) waitNoTasks(ctx context.Context, timeout time.Duration) error {
+func (c Config) waitNoTasks(ctx context.Context, n node, timeout time.Duration) error {
 	var left []string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
-		left, err = c.tasks(ctx)
+		left, err = c.tasks(ctx, n)
 		return err == nil && len(left) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("containerd still has %d tasks: %w", len(left), err)
+		return fmt.Errorf("node %s: containerd still has %d tasks: %w", n.name, len(left), err)
 	}
 	return nil
 }
 
-// killTasks kills and deletes whatever tasks are left once the kubelet is gone.
-func (c Config) killTasks(ctx context.Context) error {
-	ids, err := c.tasks(ctx)
+// killTasks kills and deletes whatever tasks a node has left once its kubelet is gone.
+func (c Config) killTasks(ctx context.Context, n node) error {
+	ids, err := c.tasks(ctx, n)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
 	for _, id := range ids {
-		_, _ = run(ctx, "ctr", "-n", "k8s.io", "--address", c.ContainerdSocket(), "tasks", "kill", "-a", "-s", "SIGKILL", id)
+		_, _ = run(ctx, "ctr", "-n", "k8s.io", "--address", n.containerdSocket(), "tasks", "kill", "-a", "-s", "SIGKILL", id)
 	}
-	return c.deleteTasksAndWait(ctx, ids)
-}
-
-func (c Config) deleteTasksAndWait(ctx context.Context, ids []string) error {
 	for _, id := range ids {
-		_, _ = run(ctx, "ctr", "-n", "k8s.io", "--address", c.ContainerdSocket(), "tasks", "delete", "-f", id)
+		_, _ = run(ctx, "ctr", "-n", "k8s.io", "--address", n.containerdSocket(), "tasks", "delete", "-f", id)
 	}
-	return c.waitNoTasks(ctx, 15*time.Second)
+	return c.waitNoTasks(ctx, n, 15*time.Second)
 }
 
 // cleanNetwork removes kube-proxy's rules, the bridge, the pods' network namespaces and the
@@ -185,7 +211,8 @@ func (c Config) kubeProxyBinary() string {
 	return matches[len(matches)-1]
 }
 
-// ourNetns lists the pods' network namespaces (containerd's CRI names them cni-<uuid>).
+// ourNetns lists the first node's pods' network namespaces (containerd's CRI names them
+// cni-<uuid>; an extra node's live in its own mount namespace).
 func (c Config) ourNetns() []string {
 	entries, _ := os.ReadDir("/run/netns")
 	var out []string

@@ -43,13 +43,13 @@ func (c Config) buildPauseImage(ctx context.Context) (string, error) {
 	return tarball, nil
 }
 
-// importCachedImages imports every image tarball of the image cache into containerd: images
-// survive a down/up cycle this way, while containerd's own store does not.
-func (c Config) importCachedImages(ctx context.Context, out io.Writer) error {
+// importCachedImages imports every image tarball of the image cache into the containerd at socket:
+// images survive a down/up cycle this way, while containerd's own store does not.
+func (c Config) importCachedImages(ctx context.Context, socket string, out io.Writer) error {
 	files, err := filepath.Glob(filepath.Join(c.ImageDir(), "*.tar"))
 	if err != nil {
 		return err
 	}
 	sort.Strings(files)
-	return ociimage.Import(ctx, "ctr", c.ContainerdSocket(), files, out)
+	return ociimage.Import(ctx, "ctr", socket, files, out)
 }

@@ -48,7 +48,7 @@ func (c Config) certSpecs() []certSpec {
 	nodeIP := net.IP(c.NodeIP.AsSlice())
 	svcIP := net.IP(c.kubernetesServiceIP().AsSlice())
 	loop := net.IPv4(127, 0, 0, 1)
-	return []certSpec{
+	specs := []certSpec{
 		{file: "apiserver", ca: "ca", cn: "kube-apiserver", server: true, ips: []net.IP{nodeIP, svcIP, loop},
 			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", c.NodeName}},
 		{file: "apiserver-kubelet-client", ca: "ca", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}, client: true},
@@ -56,22 +56,30 @@ func (c Config) certSpecs() []certSpec {
 		{file: "controller-manager", ca: "ca", cn: "system:kube-controller-manager", client: true},
 		{file: "scheduler", ca: "ca", cn: "system:kube-scheduler", client: true},
 		{file: "kube-proxy", ca: "ca", cn: "system:kube-proxy", client: true},
-		{file: "kubelet-client", ca: "ca", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}, client: true},
-		{file: "kubelet-serving", ca: "ca", cn: c.NodeName, server: true, ips: []net.IP{nodeIP, loop}, dns: []string{c.NodeName, "localhost"}},
 		{file: "provisioner", ca: "ca", cn: provisionerCN, orgs: []string{"system:masters"}, client: true},
 		{file: "front-proxy-client", ca: "front-proxy-ca", cn: frontProxyClientCN, client: true},
 	}
+	for _, n := range c.nodes() {
+		specs = append(specs,
+			certSpec{file: n.comp("kubelet-client"), ca: "ca", cn: "system:node:" + n.name, orgs: []string{"system:nodes"}, client: true},
+			certSpec{file: n.comp("kubelet-serving"), ca: "ca", cn: n.name, server: true,
+				ips: []net.IP{net.IP(n.ip.AsSlice()), loop}, dns: []string{n.name, "localhost"}})
+	}
+	return specs
 }
 
 func (c Config) kubeconfigSpecs() []kubeconfigSpec {
-	return []kubeconfigSpec{
+	specs := []kubeconfigSpec{
 		{path: c.Kubeconfig(), cert: "admin"},
 		{path: c.path("kubeconfigs", "controller-manager.kubeconfig"), cert: "controller-manager"},
 		{path: c.path("kubeconfigs", "scheduler.kubeconfig"), cert: "scheduler"},
-		{path: c.path("kubeconfigs", "kubelet.kubeconfig"), cert: "kubelet-client"},
 		{path: c.path("kubeconfigs", "kube-proxy.kubeconfig"), cert: "kube-proxy"},
 		{path: c.path("kubeconfigs", "provisioner.kubeconfig"), cert: "provisioner"},
 	}
+	for _, n := range c.nodes() {
+		specs = append(specs, kubeconfigSpec{path: c.kubeletKubeconfig(n), cert: n.comp("kubelet-client")})
+	}
+	return specs
 }
 
 func (c Config) pki(name string) string { return filepath.Join(c.pkiDir(), name) }

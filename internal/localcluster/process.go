@@ -35,7 +35,13 @@ func (c Config) start(comp component) error {
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "\n==== %s starting %s\n", time.Now().Format(time.RFC3339), strings.Join(comp.argv, " "))
-	cmd := exec.Command(comp.argv[0], comp.argv[1:]...)
+	argv := comp.argv
+	if comp.node != nil {
+		// nsenter opens both namespace files before entering either, then execs the component.
+		argv = append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", comp.node.netns()),
+			"--mount=" + comp.node.mntns(), "--"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = c.StateDir
 	cmd.Env = append(os.Environ(), "PATH="+hostPath)
@@ -45,14 +51,38 @@ func (c Config) start(comp component) error {
 		return fmt.Errorf("start %s: %w", comp.name, err)
 	}
 	pid := cmd.Process.Pid
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	exe, err := execedInto(pid, comp.argv[0])
 	if err != nil {
-		exe = comp.argv[0]
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("start %s: %w\n--- last lines of %s:\n%s", comp.name, err, c.LogFile(comp.name), tail(c.LogFile(comp.name), 10))
 	}
 	if err := os.WriteFile(c.pidFile(comp.name), []byte(fmt.Sprintf("%d\n%s\n", pid, exe)), 0o644); err != nil {
 		return fmt.Errorf("write %s pid file: %w", comp.name, err)
 	}
 	return cmd.Process.Release()
+}
+
+// execedInto waits until process pid runs the executable bin (a wrapper such as nsenter execs it
+// after setting up) and returns the executable's path as /proc/PID/exe names it.
+func execedInto(pid int, bin string) (string, error) {
+	want, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return "", err
+	}
+	var exe string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if !processAlive(pid) {
+			return "", fmt.Errorf("exited before running %s", bin)
+		}
+		exe, err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err == nil && exe == want {
+			return exe, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return "", fmt.Errorf("still runs %s, not %s, after 10 s", exe, want)
 }
 
 // running reports the PID of a component when its PID file names a live process running the

@@ -23,35 +23,12 @@ func BuildPauseImage(ctx context.Context, c Config) (string, error) { return c.b
 // restarts the Deployments, DaemonSets and StatefulSets whose pods use a changed image. Unchanged
 // images are left alone, so nothing restarts needlessly.
 func SyncImages(ctx context.Context, c Config, files []string, out io.Writer) error {
-	have, err := c.containerdImages(ctx)
-	if err != nil {
-		return err
-	}
 	var changed []string
-	seen := map[string]bool{}
-	for _, f := range files {
-		if seen[f] {
-			continue
-		}
-		seen[f] = true
-		imgs, err := ociimage.TarballImages(f)
+	for _, n := range c.existingNodes() {
+		stale, err := c.syncNodeImages(ctx, n, files, out)
 		if err != nil {
 			return err
 		}
-		var stale []string
-		for n, d := range imgs {
-			if have[n] != d {
-				stale = append(stale, n)
-			}
-		}
-		if len(stale) == 0 {
-			continue
-		}
-		if err := ociimage.Import(ctx, "ctr", c.ContainerdSocket(), []string{f}, io.Discard); err != nil {
-			return err
-		}
-		sort.Strings(stale)
-		fmt.Fprintf(out, "imported %s (%s)\n", f, strings.Join(stale, ", "))
 		changed = append(changed, stale...)
 	}
 	if len(changed) == 0 {
@@ -65,9 +42,47 @@ func SyncImages(ctx context.Context, c Config, files []string, out io.Writer) er
 	return restartWorkloadsUsing(ctx, cs, changed, out)
 }
 
-// containerdImages maps image names to manifest digests in containerd's k8s.io namespace.
-func (c Config) containerdImages(ctx context.Context) (map[string]string, error) {
-	outText, err := run(ctx, "ctr", "-n", ociimage.ContainerdNamespace, "--address", c.ContainerdSocket(), "images", "ls")
+// syncNodeImages imports into a node's containerd the tarballs whose images it lacks at the same
+// digest and returns those images' names.
+func (c Config) syncNodeImages(ctx context.Context, n node, files []string, out io.Writer) ([]string, error) {
+	have, err := containerdImages(ctx, n.containerdSocket())
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.name, err)
+	}
+	var changed []string
+	seen := map[string]bool{}
+	for _, f := range files {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		imgs, err := ociimage.TarballImages(f)
+		if err != nil {
+			return nil, err
+		}
+		var stale []string
+		for name, d := range imgs {
+			if have[name] != d {
+				stale = append(stale, name)
+			}
+		}
+		if len(stale) == 0 {
+			continue
+		}
+		if err := ociimage.Import(ctx, "ctr", n.containerdSocket(), []string{f}, io.Discard); err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.name, err)
+		}
+		sort.Strings(stale)
+		fmt.Fprintf(out, "%s: imported %s (%s)\n", n.name, f, strings.Join(stale, ", "))
+		changed = append(changed, stale...)
+	}
+	return changed, nil
+}
+
+// containerdImages maps image names to manifest digests in the k8s.io namespace of the containerd
+// at socket.
+func containerdImages(ctx context.Context, socket string) (map[string]string, error) {
+	outText, err := run(ctx, "ctr", "-n", ociimage.ContainerdNamespace, "--address", socket, "images", "ls")
 	if err != nil {
 		return nil, fmt.Errorf("list containerd images (is the local cluster up?): %w", err)
 	}

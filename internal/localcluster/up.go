@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -17,12 +18,16 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Up brings the cluster up (or completes a partly started one) and waits until the node is Ready
-// and the default ServiceAccount exists. It returns while the cluster keeps running.
+// Up brings the cluster up (or completes a partly started one, or adds nodes to a running one)
+// and waits until every node is Ready and the default ServiceAccount exists. It returns while the
+// cluster keeps running.
 func Up(ctx context.Context, c Config, out io.Writer) error {
 	began := time.Now()
 	step := func(what string) { fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(began).Seconds(), what) }
 	if err := Preflight(); err != nil {
+		return err
+	}
+	if err := c.validateNodes(); err != nil {
 		return err
 	}
 	step("packages")
@@ -48,11 +53,8 @@ func Up(ctx context.Context, c Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	comps := map[string]component{}
-	for _, comp := range c.components(binDir, self) {
-		comps[comp.name] = comp
-	}
-	if err := c.startRuntime(ctx, comps[compContainerd], out, step); err != nil {
+	comps := c.components(binDir, self)
+	if err := c.startRuntimes(ctx, comps, step); err != nil {
 		return err
 	}
 	step("etcd")
@@ -67,16 +69,16 @@ func Up(ctx context.Context, c Config, out io.Writer) error {
 	if err := c.startAndWait(ctx, comps[compAPIServer], 120*time.Second, apiserverReady(cs)); err != nil {
 		return err
 	}
-	step("controller-manager, scheduler, kubelet, kube-proxy, provisioner")
-	for _, n := range []string{compController, compScheduler, compKubelet, compProxy, compProvisioner} {
-		if err := c.start(comps[n]); err != nil {
+	step("controller-manager, scheduler, kubelets, kube-proxies, provisioner")
+	for _, name := range c.afterAPIServer() {
+		if err := c.start(comps[name]); err != nil {
 			return err
 		}
 	}
 	if err := ensureStorageClass(ctx, cs); err != nil {
 		return err
 	}
-	step("waiting for node Ready and the default ServiceAccount")
+	step("waiting for every node Ready and the default ServiceAccount")
 	if err := c.waitReady(ctx, cs, 180*time.Second); err != nil {
 		return err
 	}
@@ -85,7 +87,17 @@ func Up(ctx context.Context, c Config, out io.Writer) error {
 	return nil
 }
 
-// prepareHost sets sysctls, creates the bridge and writes PKI and configuration files.
+// afterAPIServer names the components started once the apiserver is ready, in order.
+func (c Config) afterAPIServer() []string {
+	names := []string{compController, compScheduler}
+	for _, n := range c.nodes() {
+		names = append(names, n.comp(compKubelet), n.comp(compProxy))
+	}
+	return append(names, compProvisioner)
+}
+
+// prepareHost sets sysctls, creates the bridge and the extra nodes' namespaces, and writes PKI and
+// configuration files.
 func (c Config) prepareHost(ctx context.Context) error {
 	if err := setSysctls(sysctls); err != nil {
 		return err
@@ -96,26 +108,43 @@ func (c Config) prepareHost(ctx context.Context) error {
 	if err := c.ensurePKI(); err != nil {
 		return err
 	}
-	for _, d := range []string{c.volumeDir(), c.path("cni", "ipam"), c.KubeletRootDir} {
+	for _, d := range []string{c.volumeDir(), c.KubeletRootDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
+		}
+	}
+	for _, n := range c.nodes() {
+		if err := os.MkdirAll(filepath.Join(n.dir, "cni", "ipam"), 0o755); err != nil {
+			return err
+		}
+		if n.extra() {
+			if err := c.ensureNodeHost(ctx, n); err != nil {
+				return err
+			}
 		}
 	}
 	return c.writeConfigs()
 }
 
-// startRuntime starts containerd and imports the sandbox image and every cached image.
-func (c Config) startRuntime(ctx context.Context, comp component, out io.Writer, step func(string)) error {
+// startRuntimes starts every node's containerd, builds the sandbox image and imports it and every
+// cached image into each containerd (the nodes in parallel).
+func (c Config) startRuntimes(ctx context.Context, comps map[string]component, step func(string)) error {
 	step("containerd")
-	if err := c.startAndWait(ctx, comp, 30*time.Second, c.containerdReady); err != nil {
-		return err
+	for _, n := range c.nodes() {
+		if err := c.startAndWait(ctx, comps[n.comp(compContainerd)], 30*time.Second, containerdReady(n.containerdSocket())); err != nil {
+			return err
+		}
 	}
 	step("pause image")
 	if _, err := c.buildPauseImage(ctx); err != nil {
 		return err
 	}
 	step("importing cached images from " + c.ImageDir())
-	return c.importCachedImages(ctx, io.Discard)
+	var g errgroup.Group
+	for _, n := range c.nodes() {
+		g.Go(func() error { return c.importCachedImages(ctx, n.containerdSocket(), io.Discard) })
+	}
+	return g.Wait()
 }
 
 // installSelf copies this program into the state directory: `go run` deletes its binary on exit,
@@ -161,9 +190,11 @@ func (c Config) startAndWait(ctx context.Context, comp component, timeout time.D
 	return nil
 }
 
-func (c Config) containerdReady(ctx context.Context) bool {
-	_, err := run(ctx, "ctr", "--address", c.ContainerdSocket(), "version")
-	return err == nil
+func containerdReady(socket string) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		_, err := run(ctx, "ctr", "--address", socket, "version")
+		return err == nil
+	}
 }
 
 func (c Config) etcdHealthy(ctx context.Context) bool {
@@ -195,23 +226,25 @@ func (c Config) clientset() (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// waitReady waits for the node to be Ready and the default ServiceAccount to exist.
+// waitReady waits for every node to be Ready and the default ServiceAccount to exist.
 func (c Config) waitReady(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, n := range []string{compKubelet, compProxy, compController, compScheduler, compProvisioner} {
+		for _, n := range c.afterAPIServer() {
 			if _, ok := c.running(n); !ok {
 				return false, fmt.Errorf("%s exited; see %s", n, c.LogFile(n))
 			}
 		}
-		node, err := cs.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-		if err != nil {
-			last = "node: " + err.Error()
-			return false, nil
-		}
-		if !nodeReady(node) {
-			last = "node not Ready"
-			return false, nil
+		for _, n := range c.nodes() {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+			if err != nil {
+				last = "node: " + err.Error()
+				return false, nil
+			}
+			if !nodeReady(node) {
+				last = "node " + n.name + " not Ready"
+				return false, nil
+			}
 		}
 		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			last = "default ServiceAccount: " + err.Error()
@@ -220,7 +253,7 @@ func (c Config) waitReady(ctx context.Context, cs kubernetes.Interface, timeout 
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("wait for the node: %w (last: %s)", err, last)
+		return fmt.Errorf("wait for the nodes: %w (last: %s)", err, last)
 	}
 	return nil
 }

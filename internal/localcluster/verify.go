@@ -25,6 +25,7 @@ func Leftovers(ctx context.Context, c Config) []string {
 	for _, ns := range c.ourNetns() {
 		left = append(left, "netns "+ns)
 	}
+	left = append(left, nodeLeftovers()...)
 	if out, err := run(ctx, "ip", "-o", "link", "show"); err == nil {
 		for _, line := range strings.Split(out, "\n") {
 			if f := strings.Fields(line); len(f) > 1 && (strings.HasPrefix(f[1], "podvirt") || strings.Contains(line, "master "+c.Bridge+" ")) {
@@ -56,7 +57,7 @@ func Status(ctx context.Context, c Config, out io.Writer) error {
 		fmt.Fprintf(out, "no cluster (%s does not exist)\n", c.StateDir)
 		return nil
 	}
-	for _, n := range componentNames {
+	for _, n := range c.allComponentNames() {
 		if pid, ok := c.running(n); ok {
 			fmt.Fprintf(out, "%-24s running  pid %d\n", n, pid)
 		} else {
@@ -70,11 +71,13 @@ func Status(ctx context.Context, c Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	node, err := cs.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-	if err != nil {
-		fmt.Fprintf(out, "node %s: %v\n", c.NodeName, err)
-	} else {
-		fmt.Fprintf(out, "node %s: ready=%v\n", node.Name, nodeReady(node))
+	for _, n := range c.existingNodes() {
+		node, err := cs.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			fmt.Fprintf(out, "node %s: %v\n", n.name, err)
+		} else {
+			fmt.Fprintf(out, "node %s: ready=%v\n", node.Name, nodeReady(node))
+		}
 	}
 	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err == nil {
@@ -89,7 +92,7 @@ func Logs(c Config, component string, out io.Writer) error {
 	if component != "" {
 		f, err := os.Open(c.LogFile(component))
 		if err != nil {
-			return fmt.Errorf("log of %q (one of %s): %w", component, strings.Join(componentNames, ", "), err)
+			return fmt.Errorf("log of %q (one of %s): %w", component, strings.Join(c.allComponentNames(), ", "), err)
 		}
 		defer f.Close()
 		_, err = io.Copy(out, f)

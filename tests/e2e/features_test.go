@@ -367,10 +367,11 @@ func TestEFIBootOfTheDemoGuest(t *testing.T) {
 func TestHostDiskKeepsDataAcrossStopStart(t *testing.T) {
 	f := framework.New(t)
 	requireDeployed(f)
-	// The local cluster's node is this machine: the image lands in its host disk directory.
+	// A hostDisk is node-local storage: the VM stays on the local cluster's first node, whose host
+	// disk directory is this machine's.
 	dir := filepath.Join(launcherv1.HostDiskRoot, f.Namespace)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	diskKeepsDataAcrossStopStart(t, f, "hostdisk", virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{
+	diskKeepsDataAcrossStopStart(t, f, "hostdisk", hostNode(t, f), virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{
 		Path: filepath.Join(dir, "data.img"), Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("64Mi"),
 	}})
 	if fi, err := os.Stat(filepath.Join(dir, "data.img")); err != nil || fi.Size() != 64<<20 {

@@ -239,15 +239,20 @@ func TestPVCDiskKeepsDataAcrossStopStart(t *testing.T) {
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
 		},
 	})
-	diskKeepsDataAcrossStopStart(t, f, "keeper", virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}})
+	diskKeepsDataAcrossStopStart(t, f, "keeper", "", virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}})
 }
 
 // diskKeepsDataAcrossStopStart runs a VM whose data disk comes from source: its first boot writes a
 // file there, and after a stop and a start the file is read back unchanged.
-func diskKeepsDataAcrossStopStart(t *testing.T, f *framework.Framework, name string, source virtv1.VolumeSource) {
+// diskKeepsDataAcrossStopStart boots a VM (on node nodeName, if given) that writes the data disk
+// from source, stops and starts it, and checks the second boot reads what the first wrote.
+func diskKeepsDataAcrossStopStart(t *testing.T, f *framework.Framework, name, nodeName string, source virtv1.VolumeSource) {
 	t.Helper()
 	vm := demoVM(f.Namespace, name, virtv1.RunStrategyAlways, 30, pvcUserData)
 	spec := &vm.Spec.Template.Spec
+	if nodeName != "" {
+		spec.NodeSelector = map[string]string{corev1.LabelHostname: nodeName}
+	}
 	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, virtv1.Disk{Name: "data", Serial: "data", Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}})
 	spec.Volumes = append(spec.Volumes, virtv1.Volume{Name: "data", VolumeSource: source})
 	f.Create(vm)

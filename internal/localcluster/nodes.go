@@ -1,0 +1,315 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// MaxNodes bounds Config.Nodes: node addresses are the bridge's .1 to .8, below the first pod
+// address (.10).
+const MaxNodes = 8
+
+// node is one kubelet with its own containerd and kube-proxy. The first node is the host itself.
+// Every further node lives in its own network namespace (a veth on the cluster bridge with the
+// node's address, its pods on a bridge of their own behind it), its own mount namespace (the
+// kubelet root, pod logs, CNI state, containerd's runtime directory and the node agent's host
+// directory bound over the host's from the node's state directory) and its own cgroup parent, so
+// two kubelets on one machine never see each other's pods, device plugins or containers.
+type node struct {
+	index   int
+	name    string
+	ip      netip.Addr   // on the cluster bridge: InternalIP, kubelet and node-agent address
+	podCIDR netip.Prefix // the node's pods, on its own bridge
+	dir     string       // the node's containerd, CNI and kubelet configuration and state
+}
+
+// node returns node i (1-based); node 1 is the host.
+func (c Config) node(i int) node {
+	if i == 1 {
+		return node{index: 1, name: c.NodeName, ip: c.NodeIP, podCIDR: c.PodCIDR, dir: c.StateDir}
+	}
+	// Node i's pods take the /16 i above the first node's (the Service range sits at +1).
+	a := c.PodCIDR.Addr().As4()
+	a[1] += byte(i)
+	id := "n" + strconv.Itoa(i)
+	return node{
+		index:   i,
+		name:    c.NodeName + "-" + strconv.Itoa(i),
+		ip:      addrPlus(c.NodeIP, i-1),
+		podCIDR: netip.PrefixFrom(netip.AddrFrom4(a), c.PodCIDR.Bits()),
+		dir:     c.path("nodes", id),
+	}
+}
+
+// nodes are the nodes Up brings up.
+func (c Config) nodes() []node {
+	out := []node{c.node(1)}
+	for i := 2; i <= c.Nodes; i++ {
+		out = append(out, c.node(i))
+	}
+	return out
+}
+
+// existingNodes are node 1 and every further node that has a state directory (what Down, Status
+// and image syncs act on, whatever Nodes says).
+func (c Config) existingNodes() []node {
+	out := []node{c.node(1)}
+	entries, _ := os.ReadDir(c.path("nodes"))
+	var idx []int
+	for _, e := range entries {
+		if i, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "n")); err == nil && i > 1 && i <= MaxNodes {
+			idx = append(idx, i)
+		}
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		out = append(out, c.node(i))
+	}
+	return out
+}
+
+// validateNodes refuses a node count the address plan cannot hold.
+func (c Config) validateNodes() error {
+	if c.Nodes < 1 || c.Nodes > MaxNodes {
+		return fmt.Errorf("--nodes %d: must be between 1 and %d", c.Nodes, MaxNodes)
+	}
+	for _, n := range c.nodes() {
+		if n.podCIDR.Overlaps(c.ServiceCIDR) {
+			return fmt.Errorf("node %s's pod network %s overlaps the Service range %s", n.name, n.podCIDR, c.ServiceCIDR)
+		}
+	}
+	return nil
+}
+
+func (n node) extra() bool { return n.index > 1 }
+
+// id names the node's network namespace, host veth and cgroup parent ("n2"); empty for node 1.
+func (n node) id() string {
+	if !n.extra() {
+		return ""
+	}
+	return "n" + strconv.Itoa(n.index)
+}
+
+// netns is the node's network namespace under /run/netns; its host-side veth has the same name.
+func (n node) netns() string { return "podvirt-" + n.id() }
+
+// cgroupParent is the kubelet's cgroupRoot of an extra node.
+func (n node) cgroupParent() string { return "/podvirt-" + n.id() }
+
+// mntns is the file the node's mount namespace is pinned to.
+func (n node) mntns() string { return filepath.Join(n.dir, "ns", "mnt") }
+
+// comp names a per-node component: "kubelet" on node 1, "kubelet-n2" on node 2.
+func (n node) comp(base string) string {
+	if !n.extra() {
+		return base
+	}
+	return base + "-" + n.id()
+}
+
+// gateway is the pods' default gateway: the node's address on its pod bridge.
+func (n node) gateway() netip.Addr {
+	if !n.extra() {
+		return n.ip
+	}
+	return n.podCIDR.Addr().Next()
+}
+
+func (n node) containerdSocket() string { return filepath.Join(n.dir, "containerd", "containerd.sock") }
+func (n node) cniConfDir() string       { return filepath.Join(n.dir, "cni", "net.d") }
+
+// hostBinds are the host paths an extra node sees bound from its own state directory: those the
+// kubelet, containerd and the CNI plugins write whatever their configuration, and the node agent's.
+func (c Config) hostBinds(n node) map[string]string {
+	binds := map[string]string{}
+	for _, p := range c.hostPathsWritten() {
+		binds[p] = filepath.Join(n.dir, "host", p)
+	}
+	return binds
+}
+
+// ensureNodeHost gives an extra node its network namespace, veth, routes, mount namespace and
+// cgroup parent (each step skipped when already done).
+func (c Config) ensureNodeHost(ctx context.Context, n node) error {
+	if err := c.ensureNodeNetwork(ctx, n); err != nil {
+		return fmt.Errorf("node %s network: %w", n.name, err)
+	}
+	if err := c.ensureNodeMounts(ctx, n); err != nil {
+		return fmt.Errorf("node %s mount namespace: %w", n.name, err)
+	}
+	for _, root := range cgroupHierarchies() {
+		if err := os.MkdirAll(filepath.Join(root, n.cgroupParent()), 0o755); err != nil {
+			return fmt.Errorf("node %s cgroup: %w", n.name, err)
+		}
+	}
+	return nil
+}
+
+func (c Config) ensureNodeNetwork(ctx context.Context, n node) error {
+	ns := n.netns()
+	if !exists(filepath.Join("/run/netns", ns)) {
+		if _, err := run(ctx, "ip", "netns", "add", ns); err != nil {
+			return err
+		}
+	}
+	if _, err := run(ctx, "ip", "link", "show", ns); err != nil {
+		steps := [][]string{
+			{"ip", "link", "add", ns, "type", "veth", "peer", "name", "eth0", "netns", ns},
+			{"ip", "link", "set", ns, "master", c.Bridge, "up"},
+			{"ip", "-n", ns, "addr", "add", fmt.Sprintf("%s/%d", n.ip, c.PodCIDR.Bits()), "dev", "eth0"},
+			{"ip", "-n", ns, "link", "set", "eth0", "up"},
+			{"ip", "-n", ns, "link", "set", "lo", "up"},
+			{"ip", "-n", ns, "route", "replace", "default", "via", c.NodeIP.String()},
+		}
+		for _, s := range steps {
+			if _, err := run(ctx, s[0], s[1:]...); err != nil {
+				return err
+			}
+		}
+	}
+	// The host reaches the node's pods through the node (pods of node 1 too: their gateway is the host).
+	if _, err := run(ctx, "ip", "route", "replace", n.podCIDR.String(), "via", n.ip.String(), "dev", c.Bridge); err != nil {
+		return err
+	}
+	// Forwarding between the node's pod bridge and its veth, and Service NAT on bridged traffic.
+	_, err := run(ctx, "ip", "netns", "exec", ns, "sh", "-c",
+		"echo 1 > /proc/sys/net/ipv4/ip_forward && echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables")
+	return err
+}
+
+// ensureNodeMounts pins a private mount namespace for the node to a file and binds the node's own
+// directories over the host paths its kubelet and containerd write.
+func (c Config) ensureNodeMounts(ctx context.Context, n node) error {
+	nsDir := filepath.Dir(n.mntns())
+	mounted := map[string]bool{}
+	for _, mp := range c.ourMounts() {
+		mounted[mp] = true
+	}
+	if mounted[n.mntns()] {
+		return nil
+	}
+	if err := os.MkdirAll(nsDir, 0o700); err != nil {
+		return err
+	}
+	// A namespace can only be pinned on a mount with private propagation.
+	if !mounted[nsDir] {
+		if _, err := run(ctx, "mount", "--bind", nsDir, nsDir); err != nil {
+			return err
+		}
+	}
+	if _, err := run(ctx, "mount", "--make-private", nsDir); err != nil {
+		return err
+	}
+	if err := os.WriteFile(n.mntns(), nil, 0o600); err != nil {
+		return err
+	}
+	if _, err := run(ctx, "unshare", "--mount="+n.mntns(), "--propagation", "private", "true"); err != nil {
+		return err
+	}
+	binds := c.hostBinds(n)
+	targets := make([]string, 0, len(binds))
+	for t := range binds {
+		targets = append(targets, t)
+	}
+	sort.Strings(targets)
+	for _, target := range targets {
+		for _, d := range []string{target, binds[target]} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+		}
+		// Exactly one mount at the target, and shared: containerd checks the propagation of the
+		// first mount listed at a path (a copy of the host's mount under ours would fail
+		// HostToContainer volumes), and the kubelet stacks a shared bind of its root dir over a
+		// private one.
+		_, _ = run(ctx, "nsenter", "--mount="+n.mntns(), "umount", "-R", target) // the host's, copied
+		if _, err := run(ctx, "nsenter", "--mount="+n.mntns(), "mount", "--bind", binds[target], target); err != nil {
+			return err
+		}
+		if _, err := run(ctx, "nsenter", "--mount="+n.mntns(), "mount", "--make-rshared", target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeNodeHost deletes what ensureNodeHost made outside the state directory once the node's
+// processes are gone: the network namespace (and with it the veth) and the cgroup parent. The
+// mount namespace goes when Down unmounts everything under the state directory.
+func (c Config) removeNodeHost(ctx context.Context, n node) error {
+	var errs []error
+	if exists(filepath.Join("/run/netns", n.netns())) {
+		if _, err := run(ctx, "ip", "netns", "delete", n.netns()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, root := range cgroupHierarchies() {
+		errs = append(errs, removeCgroupTree(filepath.Join(root, n.cgroupParent())))
+	}
+	return errors.Join(errs...)
+}
+
+// cgroupHierarchies lists the mounted cgroup hierarchies (the v1 controllers and the unified one).
+func cgroupHierarchies() []string {
+	if exists("/sys/fs/cgroup/cgroup.controllers") {
+		return []string{"/sys/fs/cgroup"} // cgroup v2 only
+	}
+	var out []string
+	entries, _ := os.ReadDir("/sys/fs/cgroup")
+	for _, e := range entries {
+		p := filepath.Join("/sys/fs/cgroup", e.Name())
+		if e.IsDir() && exists(filepath.Join(p, "cgroup.procs")) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// removeCgroupTree removes a cgroup and its children, deepest first (cgroups are removed with
+// rmdir, and only once empty of processes).
+func removeCgroupTree(root string) error {
+	if !exists(root) {
+		return nil
+	}
+	var dirs []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
+	var errs []error
+	for _, d := range dirs {
+		if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeLeftovers lists extra nodes' network namespaces and cgroup parents still on the host.
+func nodeLeftovers() []string {
+	var left []string
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "podvirt-") {
+			left = append(left, "netns "+e.Name())
+		}
+	}
+	for _, root := range cgroupHierarchies() {
+		matches, _ := filepath.Glob(filepath.Join(root, "podvirt-n*"))
+		for _, m := range matches {
+			left = append(left, "cgroup "+m)
+		}
+	}
+	return left
+}
