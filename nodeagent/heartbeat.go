@@ -75,6 +75,15 @@ func (h *Heartbeat) Check(_ *http.Request) error {
 	return nil
 }
 
+// Fresh reports whether the lease was renewed within heartbeat.VouchLimit: only then does the agent
+// talk to its launchers (see there).
+func (h *Heartbeat) Fresh() bool {
+	h.mu.Lock()
+	last := h.renewed
+	h.mu.Unlock()
+	return !last.IsZero() && h.Clock.Now().Sub(last) <= heartbeat.VouchLimit
+}
+
 // renew creates the lease or moves its renewTime (with the lease's resourceVersion: a concurrent
 // writer makes this renewal fail and the next one succeed).
 func (h *Heartbeat) renew(ctx context.Context) error {

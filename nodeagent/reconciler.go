@@ -86,6 +86,9 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (mounted there).
 	HostDiskDir string
+	// Vouching reports whether the agent may talk to launchers (its heartbeat is fresh, see
+	// heartbeat.VouchLimit); always when nil.
+	Vouching func() bool
 
 	sockets *socketWatch
 }
@@ -138,6 +141,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	if !r.owns(vmi) {
 		return ctrl.Result{}, nil
+	}
+	if r.Vouching != nil && !r.Vouching() {
+		// Cut off from the control plane: stay silent, so that the launcher fences its guest.
+		return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 	}
 	pod, err := launcherPodOf(ctx, r.Client, r.NodeName, vmi)
 	if err != nil || pod == nil {

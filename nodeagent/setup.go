@@ -20,6 +20,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/accel"
+	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 // Config is one node agent's configuration. cmd/virt-handler fills it from flags; the integration
@@ -64,8 +65,10 @@ func (c Config) Validate() error {
 		return errors.New("launcher dialer: required (--kubelet-root)")
 	case c.PollInterval <= 0:
 		return fmt.Errorf("--launcher-poll-interval: must be positive, got %s", c.PollInterval)
-	case c.HeartbeatInterval <= 0:
-		return fmt.Errorf("heartbeat interval: must be positive, got %s", c.HeartbeatInterval)
+	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval > heartbeat.VouchLimit/2:
+		return fmt.Errorf("heartbeat interval: must be positive and at most %s (half of heartbeat.VouchLimit), got %s", heartbeat.VouchLimit/2, c.HeartbeatInterval)
+	case c.PollInterval >= launcherv1.AgentSilenceLimit/4:
+		return fmt.Errorf("--launcher-poll-interval: %s is too close to the launchers' self-fencing limit (%s)", c.PollInterval, launcherv1.AgentSilenceLimit)
 	}
 	return nil
 }
@@ -116,6 +119,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 			Interval: cfg.HeartbeatInterval, Clock: cfg.Clock,
 		},
 	}
+	a.Reconciler.Vouching = a.Heartbeat.Fresh
 	if err := a.Reconciler.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up instance controller: %w", err)
 	}

@@ -111,7 +111,15 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			return localcluster.SyncImages(cmd.Context(), cfg, files, out)
 		},
 	}
-	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newProvisionerCmd(out))
+	stopNode := &cobra.Command{
+		Use:   "stop-node NAME",
+		Short: "Kill a node's kubelet and kube-proxy at once, as a lost node stops answering (its containers keep running); up starts them again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return localcluster.StopNode(cmd.Context(), cfg, args[0], out)
+		},
+	}
+	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, stopNode, newProvisionerCmd(out))
 	return root
 }
 

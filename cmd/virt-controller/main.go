@@ -65,6 +65,9 @@ func run() error {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
+	if o.HeartbeatThreshold <= launcherv1.AgentSilenceLimit {
+		return fmt.Errorf("--node-heartbeat-threshold: %s must be longer than the launchers' self-fencing limit (%s), or a VM on a lost node could run twice", o.HeartbeatThreshold, launcherv1.AgentSilenceLimit)
+	}
 	o.Launcher.LauncherPullPolicy = corev1.PullPolicy(pullPolicy)
 	o.Launcher.DiskImagePullPolicy = corev1.PullPolicy(diskPullPolicy)
 	for flagName, p := range map[string]corev1.PullPolicy{"--launcher-pull-policy": o.Launcher.LauncherPullPolicy, "--disk-image-pull-policy": o.Launcher.DiskImagePullPolicy} {

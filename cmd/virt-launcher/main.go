@@ -71,6 +71,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.HugepagesDir, "hugepages-dir", launcherv1.HugepagesDir, "where a hugetlbfs is mounted when guest memory is in huge pages")
 	fs.StringVar(&cfg.LibvirtRoot, "libvirt-root", "/var/lib/virt-launcher", "writable directory for the embedded libvirt driver")
 	fs.StringVar(&cfg.QemuImg, "qemu-img", "qemu-img", "qemu-img binary")
+	fs.DurationVar(&cfg.FenceAfter, "fence-after", launcherv1.AgentSilenceLimit, "destroy the running guest when the node agent has sent no request for this long (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

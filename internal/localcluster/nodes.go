@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // MaxNodes bounds Config.Nodes: node addresses are the bridge's .1 to .8, below the first pod
@@ -312,4 +317,34 @@ func nodeLeftovers() []string {
 		}
 	}
 	return left
+}
+
+// StopNode kills a node's kubelet and kube-proxy at once (SIGKILL), as a node that lost power or its
+// network stops answering: its containers keep running, nothing on it reaches the control plane
+// through the kubelet any more. Up starts them again.
+func StopNode(ctx context.Context, c Config, name string, out io.Writer) error {
+	var names []string
+	for _, n := range c.existingNodes() {
+		names = append(names, n.name)
+		if n.name != name {
+			continue
+		}
+		for _, comp := range []string{n.comp(compKubelet), n.comp(compProxy)} {
+			pid, ok := c.running(comp)
+			if !ok {
+				fmt.Fprintf(out, "%s is not running\n", comp)
+				continue
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				return fmt.Errorf("kill %s (pid %d): %w", comp, pid, err)
+			}
+			gone := func(context.Context) (bool, error) { return !processAlive(pid), nil }
+			if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, gone); err != nil {
+				return fmt.Errorf("%s (pid %d) did not die: %w", comp, pid, err)
+			}
+			fmt.Fprintf(out, "killed %s (pid %d)\n", comp, pid)
+		}
+		return nil
+	}
+	return fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(names, ", "))
 }

@@ -22,6 +22,11 @@ const (
 	RenewInterval = 10 * time.Second
 	// LeaseDuration is the leaseDurationSeconds the agent writes: four missed renewals.
 	LeaseDuration = 40 * time.Second
+	// VouchLimit is how old the agent's last successful renewal may be while it still talks to its
+	// launchers (two missed renewals). An agent cut off from the control plane falls silent, so its
+	// launchers fence their guests (launcherv1.AgentSilenceLimit) before the controllers, seeing the
+	// lease go stale, start those VMs on another node.
+	VouchLimit = 2 * RenewInterval
 )
 
 // LeaseName is the name of the heartbeat lease of the node agent on node.

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"libvirt.org/go/libvirt"
@@ -70,6 +72,8 @@ type guest struct {
 
 	mu     sync.Mutex
 	status launcherv1.Status
+	// lastHeard is when the node agent last sent a request (unix nanoseconds).
+	lastHeard atomic.Int64
 
 	// Owned by the loop.
 	dom         *libvirt.Domain
@@ -80,6 +84,7 @@ type guest struct {
 	shutdownReq bool
 	killReq     bool
 	forced      bool
+	fenced      bool
 	grace       *time.Timer
 	stopped     *lifecycle
 	misses      int
@@ -154,6 +159,7 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 				g.cfg.Log.Error("Destroy after the grace period", "err", err)
 			}
 		case <-poll.C:
+			g.fenceIfAlone()
 		}
 		if g.dom == nil {
 			continue
@@ -161,6 +167,33 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 		if final, gone := g.refresh(); gone {
 			return final, nil
 		}
+	}
+}
+
+// heard notes every request of the node agent, for fenceIfAlone.
+func (g *guest) heard(next http.Handler) http.Handler {
+	g.lastHeard.Store(time.Now().UnixNano())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.lastHeard.Store(time.Now().UnixNano())
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fenceIfAlone destroys the guest once the node agent has been silent for FenceAfter: an agent
+// that stopped asking is on a node the controllers will soon count as lost, and they start the VM
+// elsewhere (see launcherv1.AgentSilenceLimit).
+func (g *guest) fenceIfAlone() {
+	if g.dom == nil || g.fenced || g.cfg.FenceAfter <= 0 {
+		return
+	}
+	silent := time.Since(time.Unix(0, g.lastHeard.Load()))
+	if silent < g.cfg.FenceAfter {
+		return
+	}
+	g.cfg.Log.Warn("The node agent is silent: destroying the guest so that it cannot run twice", "silentFor", silent.Round(time.Second).String())
+	g.fenced = true
+	if err := g.dom.Destroy(); err != nil {
+		g.cfg.Log.Error("Destroy when fencing", "err", err)
 	}
 }
 
@@ -271,6 +304,9 @@ func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 		return launcherv1.DomainShutoff, launcherv1.ReasonGuestShutdown, "the guest powered off"
 	case g.killReq:
 		return launcherv1.DomainCrashed, launcherv1.ReasonKilled, "the guest was killed on request"
+	case g.fenced:
+		return launcherv1.DomainCrashed, launcherv1.ReasonFenced,
+			fmt.Sprintf("the node agent was silent for more than %s: the guest was stopped so that it cannot run twice", g.cfg.FenceAfter)
 	case g.forced:
 		return launcherv1.DomainShutoff, launcherv1.ReasonGracePeriodExpired,
 			"the guest did not power off within the grace period and was stopped"

@@ -109,7 +109,7 @@ func makeStateDir(t *testing.T, name string) {
 }
 
 // startPod starts `virt-launcher run` for VMI ns/name with a fresh private dir.
-func startPod(t *testing.T, name string) *pod {
+func startPod(t *testing.T, name string, extraArgs ...string) *pod {
 	t.Helper()
 	// Not t.TempDir(): its parent is 0700 root, which the pod user cannot enter.
 	private, err := os.MkdirTemp(shared.dir, name+"-")
@@ -126,8 +126,8 @@ func startPod(t *testing.T, name string) *pod {
 	}
 	// Like the Pod: loopback up, and the safe sysctl that lets the non-root launcher forward ports < 1024.
 	// The persistent state volume, if the test made it (stateDir), outlives the pod.
-	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && mount -t hugetlbfs -o pagesize=2M,mode=1777 hugetlbfs %s && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s --hugepages-dir %s",
-		shared.hugepages, podUID, podUID, shared.bin, name, private, shared.root, stateDir(name), shared.hugepages)
+	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && mount -t hugetlbfs -o pagesize=2M,mode=1777 hugetlbfs %s && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s --hugepages-dir %s %s",
+		shared.hugepages, podUID, podUID, shared.bin, name, private, shared.root, stateDir(name), shared.hugepages, strings.Join(extraArgs, " "))
 	cmd := exec.Command("unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {

@@ -47,6 +47,9 @@ type Config struct {
 	LibvirtRoot string
 	// QemuImg is the qemu-img binary.
 	QemuImg string
+	// FenceAfter is how long a running guest may go without any request from the node agent before
+	// the launcher destroys it (launcherv1.AgentSilenceLimit; 0 never).
+	FenceAfter time.Duration
 	// Log receives the launcher's own log.
 	Log *slog.Logger
 }
@@ -95,7 +98,7 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 		return launcherv1.Status{}, fmt.Errorf("listen on %s: %w", sockPath, err)
 	}
 	g := newGuest(cfg, hv)
-	srv := &http.Server{Handler: newHandler(g), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: g.heard(newHandler(g)), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	cfg.Log.Info("Serving the command protocol", "socket", sockPath, "version", launcherv1.Version)

@@ -245,6 +245,33 @@ func TestKill(t *testing.T) {
 	}
 }
 
+// TestFencing: a launcher whose node agent falls silent destroys the running guest itself after
+// --fence-after, so that the VM, started elsewhere once the node counts as lost, never runs twice;
+// requests keep it alive until then.
+func TestFencing(t *testing.T) {
+	p := startPod(t, "fence", "--fence-after", "3s")
+	v := vmi("fence", 30)
+	withBootSector(t, p, v)
+	p.sync(v)
+	poll := time.NewTicker(time.Second) // an agent polling every second, for longer than the limit
+	defer poll.Stop()
+	for range 5 {
+		<-poll.C
+		if st := p.status(); st.State != launcherv1.DomainRunning {
+			t.Fatalf("status while the agent polls: %+v", st)
+		}
+	}
+	silent := time.Now()
+	code, final := p.waitExit(30 * time.Second)
+	if took := time.Since(silent); took < 3*time.Second {
+		t.Errorf("fenced %s after the last request, before the 3 s limit", took)
+	}
+	if code != launcher.ExitCrashed || final.State != launcherv1.DomainCrashed || final.Reason != launcherv1.ReasonFenced ||
+		!strings.Contains(final.Message, "node agent was silent for more than 3s") {
+		t.Fatalf("exit %d, final %+v; want %d, Crashed/Fenced naming the limit", code, final, launcher.ExitCrashed)
+	}
+}
+
 // TestGracePeriodExpires: a guest that ignores the power button (no OS: SeaBIOS finds nothing to boot)
 // is stopped when the grace period ends; a requested shutdown still ends with exit 0. No VNC when
 // autoattachGraphicsDevice is false.

@@ -3,10 +3,16 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +21,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -81,6 +89,16 @@ func otherNode(t *testing.T, f *framework.Framework) string {
 	return ""
 }
 
+// preferNode is an affinity for node that lets the scheduler go elsewhere when node cannot take the Pod.
+func preferNode(node string) *corev1.Affinity {
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 100, Preference: corev1.NodeSelectorTerm{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}}
+}
+
+// pinned puts pod on node.
 func pinned(pod *corev1.Pod, node string) *corev1.Pod {
 	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 	return pod
@@ -174,4 +192,230 @@ func TestVMOnSecondNode(t *testing.T) {
 	})
 	put(f, vmis+"far/unpause", "", 202, "")
 	waitUptime(t, f, vmi)
+}
+
+// A lost node: its kubelet and its node agent stop at once (the node stops answering; its
+// containers keep running). The launcher, no longer hearing from its agent, stops the guest itself;
+// once the agent's heartbeat is older than the threshold the controllers fail the instance
+// (NodeUnresponsive) and the VM (runStrategy Always) runs again on the other node. At no moment do
+// two guests of the VM run on the machine.
+func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	far, host := otherNode(t, f), hostNode(t, f)
+	vm := demoVM(f.Namespace, "phoenix", virtv1.RunStrategyAlways, 0, "")
+	vm.Spec.Template.Spec.Affinity = preferNode(far)
+	f.Create(vm)
+	first := waitRunning(t, f, "phoenix", "")
+	if first.Status.NodeName != far {
+		t.Fatalf("instance on %q, want %q (preferred)", first.Status.NodeName, far)
+	}
+	waitUptime(t, f, first)
+
+	guests := countGuests(t, f.Namespace, "phoenix")
+	t.Cleanup(func() { restoreNodes(t, f) })
+	podvirtCluster(t, "stop-node", far)
+	killAgentOn(t, f, far)
+	lost := time.Now()
+
+	second := &virtv1.VirtualMachineInstance{}
+	f.Eventually("the VM running again on "+host, 5*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "phoenix"}, second); err != nil {
+			return false, err
+		}
+		return second.UID != first.UID && second.Status.Phase == virtv1.Running && len(second.Status.Interfaces) > 0,
+			fmt.Errorf("uid %s phase %s on %q", second.UID, second.Status.Phase, second.Status.NodeName)
+	})
+	back := time.Since(lost)
+	if most := guests.stop(); most != 1 {
+		t.Errorf("at most %d guests of the VM ran at once, want exactly 1 (never two)", most)
+	}
+	t.Logf("node %s lost → its guest fenced after %s → the VM running on %s again after %s",
+		far, guests.gone.Sub(lost).Round(time.Second), second.Status.NodeName, back.Round(time.Second))
+	if second.Status.NodeName != host {
+		t.Errorf("the VM came back on %q, want %q", second.Status.NodeName, host)
+	}
+	waitUptime(t, f, second)
+	events := &corev1.EventList{}
+	if err := f.Client.List(f.Context(), events, client.InNamespace(f.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	unresponsive := false
+	for _, e := range events.Items {
+		unresponsive = unresponsive || (e.InvolvedObject.UID == first.UID && e.Reason == virtv1.ReasonNodeUnresponsive)
+	}
+	if !unresponsive {
+		t.Errorf("no %s Event on the lost instance", virtv1.ReasonNodeUnresponsive)
+	}
+}
+
+// guestCounter samples how many qemu processes of one VM run on this machine (every node of the
+// local cluster is on it) and keeps the largest count.
+type guestCounter struct {
+	most int
+	// gone is when the count first fell to zero after being positive.
+	gone time.Time
+	quit chan struct{}
+	done chan struct{}
+}
+
+func countGuests(t *testing.T, ns, name string) *guestCounter {
+	g := &guestCounter{quit: make(chan struct{}), done: make(chan struct{})}
+	marker := []byte("guest=" + ns + "_" + name)
+	go func() {
+		defer close(g.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			n := 0
+			for _, p := range processesWith(marker) {
+				if bytes.Contains(p, []byte("qemu-system")) {
+					n++
+				}
+			}
+			if n == 0 && g.most > 0 && g.gone.IsZero() {
+				g.gone = time.Now()
+			}
+			g.most = max(g.most, n)
+			select {
+			case <-g.quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { g.stop() })
+	return g
+}
+
+// stop ends the sampling (once) and returns the largest count seen.
+func (g *guestCounter) stop() int {
+	select {
+	case <-g.quit:
+	default:
+		close(g.quit)
+	}
+	<-g.done
+	return g.most
+}
+
+// processesWith returns the command lines (NUL-separated) of the processes that contain marker.
+func processesWith(marker []byte) [][]byte {
+	var out [][]byte
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if raw, err := os.ReadFile(p); err == nil && bytes.Contains(raw, marker) {
+			out = append(out, raw)
+		}
+	}
+	return out
+}
+
+// killAgentOn kills the node agent of node (found on this machine by the address it listens on).
+func killAgentOn(t *testing.T, f *framework.Framework, node string) {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Name: node}, n); err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			ip = a.Address
+		}
+	}
+	listen := []byte("--listen=" + ip + ":8186")
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(raw, listen) || !bytes.HasSuffix(bytes.SplitN(raw, []byte{0}, 2)[0], []byte("virt-handler")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill the node agent of %s (pid %d): %v", node, pid, err)
+		}
+		return
+	}
+	t.Fatalf("no node agent process listening on %s:8186", ip)
+}
+
+// podvirtCluster runs the local cluster's tool (cmd/podvirt-cluster) from the repository.
+func podvirtCluster(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"run", "./cmd/podvirt-cluster"}, args...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("podvirt-cluster %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// restoreNodes starts what stop-node stopped and waits until every node and its agent are back. It
+// runs as a cleanup, after the test's context has ended.
+func restoreNodes(t *testing.T, f *framework.Framework) {
+	podvirtCluster(t, "up", "--nodes", strconv.Itoa(e2eNodes))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var last string
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		nodes := &corev1.NodeList{}
+		ds := &appsv1.DaemonSet{}
+		if err := f.Client.List(ctx, nodes); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: "podvirt", Name: "virt-handler"}, ds); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		last = fmt.Sprintf("%d Ready nodes, virt-handler ready on %d", ready, ds.Status.NumberReady)
+		return ready >= e2eNodes && int(ds.Status.NumberReady) >= e2eNodes, nil
+	})
+	if err != nil {
+		t.Errorf("the nodes did not come back: %v (%s)", err, last)
+	}
+}
+
+// kubectl drain of a VM's node: the VM (evictionStrategy None, so it cannot move while running) is
+// shut down gracefully through its launcher Pod's eviction and, its run strategy being Always, starts
+// again on the other node.
+func TestDrainRestartsTheVMElsewhere(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	far, host := otherNode(t, f), hostNode(t, f)
+	vm := demoVM(f.Namespace, "nomad", virtv1.RunStrategyAlways, 30, "")
+	spec := &vm.Spec.Template.Spec
+	spec.EvictionStrategy = ptr.To(virtv1.EvictionStrategyNone)
+	spec.Affinity = preferNode(far)
+	f.Create(vm)
+	first := waitRunning(t, f, "nomad", "")
+	if first.Status.NodeName != far {
+		t.Fatalf("instance on %q, want %q (preferred)", first.Status.NodeName, far)
+	}
+	waitUptime(t, f, first)
+
+	t.Cleanup(func() { runKubectl(t, "uncordon", far) })
+	runKubectl(t, "drain", far, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m")
+	second := waitRunning(t, f, "nomad", string(first.UID))
+	if second.Status.NodeName != host {
+		t.Errorf("the VM came back on %q, want %q", second.Status.NodeName, host)
+	}
+	waitUptime(t, f, second)
+}
+
+// runKubectl runs the cluster's kubectl and fails the test with its output when it fails.
+func runKubectl(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command(kubectl(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }

@@ -1,5 +1,7 @@
 package v1
 
+import "time"
+
 // Command protocol, version 1: HTTP/1.1 over the unix socket CommandSocket, JSON bodies.
 //
 //	GET  /v1/ping       → 200 {"version":"v1"}
@@ -90,7 +92,17 @@ const (
 	ReasonGuestCrashed = "GuestCrashed"
 	// ReasonQemuKilled: qemu was killed without a request (e.g. by a signal from outside).
 	ReasonQemuKilled = "QemuKilled"
+	// ReasonFenced: the launcher stopped the guest itself because its node agent went silent for
+	// longer than AgentSilenceLimit (see there).
+	ReasonFenced = "Fenced"
 )
+
+// AgentSilenceLimit is how long a launcher whose guest runs waits without hearing from its node agent
+// (which asks for the guest's status every few seconds) before it destroys the guest itself. The
+// controllers consider a node lost, fail its instances and start them elsewhere only after the
+// agent's heartbeat is older than a longer threshold, so a guest on a lost node has stopped before
+// its replacement starts: a VM never runs twice. virt-controller refuses a shorter threshold.
+const AgentSilenceLimit = 40 * time.Second
 
 // Status is the launcher's report of its guest.
 type Status struct {
