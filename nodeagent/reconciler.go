@@ -12,12 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
@@ -112,7 +114,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&virtv1.VirtualMachineInstance{}).
 		Owns(&corev1.Pod{}).
 		WatchesRawSource(source.Channel(sockets.events, &handler.EnqueueRequestForObject{}))
-	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	// A failing pass is retried within the poll interval, never after a longer backoff: a launcher not
+	// asked for its status for launcherv1.AgentSilenceLimit fences its guest.
+	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, r.PollInterval)})
 	if r.Triggers != nil {
 		b = b.WatchesRawSource(source.Channel(r.Triggers, &handler.EnqueueRequestForObject{}))
 	}

@@ -111,16 +111,20 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			return localcluster.SyncImages(cmd.Context(), cfg, files, out)
 		},
 	}
-	stopNode := &cobra.Command{
+	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newStopNodeCmd(&cfg, out), newProvisionerCmd(out))
+	return root
+}
+
+// newStopNodeCmd kills a node's kubelet and kube-proxy (the e2e node-loss test uses it).
+func newStopNodeCmd(cfg *localcluster.Config, out io.Writer) *cobra.Command {
+	return &cobra.Command{
 		Use:   "stop-node NAME",
 		Short: "Kill a node's kubelet and kube-proxy at once, as a lost node stops answering (its containers keep running); up starts them again",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return localcluster.StopNode(cmd.Context(), cfg, args[0], out)
+			return localcluster.StopNode(cmd.Context(), *cfg, args[0], out)
 		},
 	}
-	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, stopNode, newProvisionerCmd(out))
-	return root
 }
 
 // newProvisionerCmd is the volume provisioner process Up starts (not for direct use).

@@ -65,8 +65,8 @@ func run() error {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if o.HeartbeatThreshold <= launcherv1.AgentSilenceLimit {
-		return fmt.Errorf("--node-heartbeat-threshold: %s must be longer than the launchers' self-fencing limit (%s), or a VM on a lost node could run twice", o.HeartbeatThreshold, launcherv1.AgentSilenceLimit)
+	if o.HeartbeatThreshold < heartbeat.MinThreshold {
+		return fmt.Errorf("--node-heartbeat-threshold: %s is shorter than %s (the agent's vouching limit plus the launchers' self-fencing limit and a margin): a VM on a lost node could run twice", o.HeartbeatThreshold, heartbeat.MinThreshold)
 	}
 	o.Launcher.LauncherPullPolicy = corev1.PullPolicy(pullPolicy)
 	o.Launcher.DiskImagePullPolicy = corev1.PullPolicy(diskPullPolicy)

@@ -32,14 +32,14 @@ const (
 // componentNames lists every component in start order.
 var componentNames = []string{compContainerd, compEtcd, compAPIServer, compController, compScheduler, compKubelet, compProxy, compProvisioner}
 
-// nodeComponents are the components every node runs.
-var nodeComponents = []string{compContainerd, compKubelet, compProxy}
+// perNodeComponents are the components every node runs.
+var perNodeComponents = []string{compContainerd, compKubelet, compProxy}
 
 // allComponentNames adds the components of the extra nodes that exist.
 func (c Config) allComponentNames() []string {
 	names := append([]string{}, componentNames...)
 	for _, n := range c.existingNodes()[1:] {
-		for _, base := range nodeComponents {
+		for _, base := range perNodeComponents {
 			names = append(names, n.comp(base))
 		}
 	}

@@ -44,7 +44,9 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 		keep(c.deletePods(ctx, 120*time.Second))
 	}
 	for _, n := range nodes {
-		keep(c.waitNoTasks(ctx, n, 30*time.Second))
+		if _, ok := c.running(n.comp(compKubelet)); ok { // else nothing ends its tasks: killed below
+			keep(c.waitNoTasks(ctx, n, 30*time.Second))
+		}
 	}
 	stopping := []string{}
 	for _, n := range nodes {
@@ -74,11 +76,8 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	keep(c.unmountAll())
 	keep(os.RemoveAll(c.StateDir))
 	if haveRec {
+		keep(c.unmountHostPaths(rec))
 		for _, p := range rec.CreatedPaths {
-			// /run/netns is a mount once `ip netns add` made an extra node's namespace.
-			if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-				keep(fmt.Errorf("unmount %s: %w", p, err))
-			}
 			keep(os.RemoveAll(p))
 		}
 	}
@@ -360,6 +359,37 @@ func (c Config) ourMounts() []string {
 func unescapeMount(s string) string {
 	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
 	return r.Replace(s)
+}
+
+// unmountHostPaths unmounts the host paths Up found unmounted and that are mount points now (the
+// /run/netns that `ip netns add` makes a mount).
+func (c Config) unmountHostPaths(rec hostRecord) error {
+	was := map[string]bool{}
+	for _, p := range rec.MountPoints {
+		was[p] = true
+	}
+	now := mountPoints()
+	var errs []error
+	for _, p := range c.hostPathsWritten() {
+		if now[p] && !was[p] {
+			if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountPoints is the set of the host's mount points.
+func mountPoints() map[string]bool {
+	out := map[string]bool{}
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			out[unescapeMount(f[4])] = true
+		}
+	}
+	return out
 }
 
 // unmountAll unmounts our mounts, deepest first; a busy mount is detached.

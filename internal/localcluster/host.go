@@ -71,6 +71,9 @@ type hostRecord struct {
 	IPTablesChains []string `json:"iptablesChains"`
 	// NftTables are the "family name" nftables tables that existed before.
 	NftTables []string `json:"nftTables"`
+	// MountPoints are the host paths of hostPathsWritten that were mount points before (Down
+	// unmounts the others, e.g. the /run/netns that `ip netns add` mounts).
+	MountPoints []string `json:"mountPoints"`
 }
 
 // sysctls the cluster needs: routing between the bridge and the host, and bridged traffic through
@@ -96,9 +99,13 @@ func (c Config) recordHost(ctx context.Context) error {
 		return nil
 	}
 	rec := hostRecord{Sysctls: map[string]string{}, NftTables: []string{}}
+	mounted := mountPoints()
 	for _, p := range c.hostPathsWritten() {
 		if !exists(p) {
 			rec.CreatedPaths = append(rec.CreatedPaths, p)
+		}
+		if mounted[p] {
+			rec.MountPoints = append(rec.MountPoints, p)
 		}
 	}
 	for k := range sysctls {

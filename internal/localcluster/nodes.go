@@ -93,6 +93,7 @@ func (c Config) validateNodes() error {
 	return nil
 }
 
+// extra is true for every node but the host's own.
 func (n node) extra() bool { return n.index > 1 }
 
 // id names the node's network namespace, host veth and cgroup parent ("n2"); empty for node 1.
@@ -128,8 +129,11 @@ func (n node) gateway() netip.Addr {
 	return n.podCIDR.Addr().Next()
 }
 
+// containerdSocket is the node's containerd socket (images are imported through it).
 func (n node) containerdSocket() string { return filepath.Join(n.dir, "containerd", "containerd.sock") }
-func (n node) cniConfDir() string       { return filepath.Join(n.dir, "cni", "net.d") }
+
+// cniConfDir holds the node's CNI configuration.
+func (n node) cniConfDir() string { return filepath.Join(n.dir, "cni", "net.d") }
 
 // hostBinds are the host paths an extra node sees bound from its own state directory: those the
 // kubelet, containerd and the CNI plugins write whatever their configuration, and the node agent's.
@@ -158,6 +162,9 @@ func (c Config) ensureNodeHost(ctx context.Context, n node) error {
 	return nil
 }
 
+// ensureNodeNetwork gives an extra node its network namespace, a veth from the cluster bridge into
+// it with the node's address, its routes and sysctls. Every step but creating the namespace and the
+// veth is repeated on each Up, so that a half-made node is completed.
 func (c Config) ensureNodeNetwork(ctx context.Context, n node) error {
 	ns := n.netns()
 	if !exists(filepath.Join("/run/netns", ns)) {
@@ -165,58 +172,47 @@ func (c Config) ensureNodeNetwork(ctx context.Context, n node) error {
 			return err
 		}
 	}
-	if _, err := run(ctx, "ip", "link", "show", ns); err != nil {
-		steps := [][]string{
-			{"ip", "link", "add", ns, "type", "veth", "peer", "name", "eth0", "netns", ns},
-			{"ip", "link", "set", ns, "master", c.Bridge, "up"},
-			{"ip", "-n", ns, "addr", "add", fmt.Sprintf("%s/%d", n.ip, c.PodCIDR.Bits()), "dev", "eth0"},
-			{"ip", "-n", ns, "link", "set", "eth0", "up"},
-			{"ip", "-n", ns, "link", "set", "lo", "up"},
-			{"ip", "-n", ns, "route", "replace", "default", "via", c.NodeIP.String()},
-		}
-		for _, s := range steps {
-			if _, err := run(ctx, s[0], s[1:]...); err != nil {
-				return err
-			}
+	if _, err := run(ctx, "ip", "-n", ns, "link", "show", "eth0"); err != nil {
+		_, _ = run(ctx, "ip", "link", "delete", ns) // a host end left without its peer
+		if _, err := run(ctx, "ip", "link", "add", ns, "type", "veth", "peer", "name", "eth0", "netns", ns); err != nil {
+			return err
 		}
 	}
-	// The host reaches the node's pods through the node (pods of node 1 too: their gateway is the host).
-	if _, err := run(ctx, "ip", "route", "replace", n.podCIDR.String(), "via", n.ip.String(), "dev", c.Bridge); err != nil {
-		return err
+	steps := [][]string{
+		{"ip", "link", "set", ns, "master", c.Bridge, "up"},
+		{"ip", "-n", ns, "addr", "replace", fmt.Sprintf("%s/%d", n.ip, c.PodCIDR.Bits()), "dev", "eth0"},
+		{"ip", "-n", ns, "link", "set", "eth0", "up"},
+		{"ip", "-n", ns, "link", "set", "lo", "up"},
+		{"ip", "-n", ns, "route", "replace", "default", "via", c.NodeIP.String()},
+		// The host reaches the node's pods through the node.
+		{"ip", "route", "replace", n.podCIDR.String(), "via", n.ip.String(), "dev", c.Bridge},
+		// Forwarding between the node's pod bridge and its veth, and Service NAT on bridged traffic.
+		{"ip", "netns", "exec", ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward && echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables"},
 	}
-	// Forwarding between the node's pod bridge and its veth, and Service NAT on bridged traffic.
-	_, err := run(ctx, "ip", "netns", "exec", ns, "sh", "-c",
-		"echo 1 > /proc/sys/net/ipv4/ip_forward && echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables")
-	return err
+	for _, s := range steps {
+		if _, err := run(ctx, s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ensureNodeMounts pins a private mount namespace for the node to a file and binds the node's own
-// directories over the host paths its kubelet and containerd write.
+// directories over the host paths its kubelet and containerd write. A bind already in place is
+// kept; a missing one (an earlier Up stopped half-way) is made.
 func (c Config) ensureNodeMounts(ctx context.Context, n node) error {
 	nsDir := filepath.Dir(n.mntns())
 	mounted := map[string]bool{}
 	for _, mp := range c.ourMounts() {
 		mounted[mp] = true
 	}
-	if mounted[n.mntns()] {
-		return nil
-	}
-	if err := os.MkdirAll(nsDir, 0o700); err != nil {
-		return err
-	}
-	// A namespace can only be pinned on a mount with private propagation.
-	if !mounted[nsDir] {
-		if _, err := run(ctx, "mount", "--bind", nsDir, nsDir); err != nil {
+	if !mounted[n.mntns()] {
+		if err := pinMountNamespace(ctx, nsDir, n.mntns(), mounted[nsDir]); err != nil {
 			return err
 		}
 	}
-	if _, err := run(ctx, "mount", "--make-private", nsDir); err != nil {
-		return err
-	}
-	if err := os.WriteFile(n.mntns(), nil, 0o600); err != nil {
-		return err
-	}
-	if _, err := run(ctx, "unshare", "--mount="+n.mntns(), "--propagation", "private", "true"); err != nil {
+	inNode, err := run(ctx, "nsenter", "--mount="+n.mntns(), "cat", "/proc/self/mountinfo")
+	if err != nil {
 		return err
 	}
 	binds := c.hostBinds(n)
@@ -226,24 +222,65 @@ func (c Config) ensureNodeMounts(ctx context.Context, n node) error {
 	}
 	sort.Strings(targets)
 	for _, target := range targets {
-		for _, d := range []string{target, binds[target]} {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return err
-			}
+		if boundIn(inNode, binds[target], target) {
+			continue
 		}
-		// Exactly one mount at the target, and shared: containerd checks the propagation of the
-		// first mount listed at a path (a copy of the host's mount under ours would fail
-		// HostToContainer volumes), and the kubelet stacks a shared bind of its root dir over a
-		// private one.
-		_, _ = run(ctx, "nsenter", "--mount="+n.mntns(), "umount", "-R", target) // the host's, copied
-		if _, err := run(ctx, "nsenter", "--mount="+n.mntns(), "mount", "--bind", binds[target], target); err != nil {
-			return err
-		}
-		if _, err := run(ctx, "nsenter", "--mount="+n.mntns(), "mount", "--make-rshared", target); err != nil {
+		if err := bindInto(ctx, n.mntns(), binds[target], target); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pinMountNamespace creates a private mount namespace pinned to file, in dir (which must be a mount
+// with private propagation: it is bound onto itself unless dirMounted).
+func pinMountNamespace(ctx context.Context, dir, file string, dirMounted bool) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if !dirMounted {
+		if _, err := run(ctx, "mount", "--bind", dir, dir); err != nil {
+			return err
+		}
+	}
+	if _, err := run(ctx, "mount", "--make-private", dir); err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		return fmt.Errorf("create %s: %w", file, err)
+	}
+	_, err := run(ctx, "unshare", "--mount="+file, "--propagation", "private", "true")
+	return err
+}
+
+// boundIn reports whether mountinfo (of the node's mount namespace) shows source bound at target.
+func boundIn(mountinfo, source, target string) bool {
+	for _, line := range strings.Split(mountinfo, "\n") {
+		// The root is the source's path within its filesystem: a suffix of the absolute path.
+		if f := strings.Fields(line); len(f) > 4 && unescapeMount(f[4]) == target &&
+			unescapeMount(f[3]) != "/" && strings.HasSuffix(source, unescapeMount(f[3])) {
+			return true
+		}
+	}
+	return false
+}
+
+// bindInto binds source at target inside the mount namespace pinned at mntns, as the only mount
+// there and shared: containerd checks the propagation of the first mount listed at a path (a copy
+// of the host's mount under ours would fail HostToContainer volumes), and the kubelet stacks a
+// shared bind of its root dir over a private one.
+func bindInto(ctx context.Context, mntns, source, target string) error {
+	for _, d := range []string{target, source} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	_, _ = run(ctx, "nsenter", "--mount="+mntns, "umount", "-R", target) // the host's, copied
+	if _, err := run(ctx, "nsenter", "--mount="+mntns, "mount", "--bind", source, target); err != nil {
+		return err
+	}
+	_, err := run(ctx, "nsenter", "--mount="+mntns, "mount", "--make-rshared", target)
+	return err
 }
 
 // removeNodeHost deletes what ensureNodeHost made outside the state directory once the node's
@@ -251,6 +288,11 @@ func (c Config) ensureNodeMounts(ctx context.Context, n node) error {
 // mount namespace goes when Down unmounts everything under the state directory.
 func (c Config) removeNodeHost(ctx context.Context, n node) error {
 	var errs []error
+	if _, err := run(ctx, "ip", "link", "show", n.netns()); err == nil {
+		if _, err := run(ctx, "ip", "link", "delete", n.netns()); err != nil { // the veth's host end
+			errs = append(errs, err)
+		}
+	}
 	if exists(filepath.Join("/run/netns", n.netns())) {
 		if _, err := run(ctx, "ip", "netns", "delete", n.netns()); err != nil {
 			errs = append(errs, err)

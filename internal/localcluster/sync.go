@@ -58,7 +58,7 @@ func (c Config) syncNodeImages(ctx context.Context, n node, files []string, out 
 		seen[f] = true
 		imgs, err := ociimage.TarballImages(f)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read %s: %w", f, err)
 		}
 		var stale []string
 		for name, d := range imgs {

@@ -115,7 +115,7 @@ func (c Config) prepareHost(ctx context.Context) error {
 	}
 	for _, n := range c.nodes() {
 		if err := os.MkdirAll(filepath.Join(n.dir, "cni", "ipam"), 0o755); err != nil {
-			return err
+			return fmt.Errorf("node %s: %w", n.name, err)
 		}
 		if n.extra() {
 			if err := c.ensureNodeHost(ctx, n); err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 )
 
 const (
@@ -27,6 +29,11 @@ const (
 	// launchers fence their guests (launcherv1.AgentSilenceLimit) before the controllers, seeing the
 	// lease go stale, start those VMs on another node.
 	VouchLimit = 2 * RenewInterval
+	// MinThreshold is the shortest staleness threshold after which the controllers may fail a node's
+	// instances: the agent stops vouching VouchLimit after its last renewal, its launchers fence
+	// their guests launcherv1.AgentSilenceLimit later, plus a margin for the launcher's check and
+	// the guest's destruction.
+	MinThreshold = VouchLimit + launcherv1.AgentSilenceLimit + 10*time.Second
 )
 
 // LeaseName is the name of the heartbeat lease of the node agent on node.

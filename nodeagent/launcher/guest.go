@@ -170,12 +170,21 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 	}
 }
 
-// heard notes every request of the node agent, for fenceIfAlone.
+// heard notes the node agent's own passes — status, sync and shutdown requests, at their start and
+// their end (a sync may take longer than the limit) — for fenceIfAlone. Requests a user sends
+// through the agent (pause, port-forward, …) do not count: an agent cut off from the control plane
+// still forwards them, but no longer asks for the status.
 func (g *guest) heard(next http.Handler) http.Handler {
 	g.lastHeard.Store(time.Now().UnixNano())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.lastHeard.Store(time.Now().UnixNano())
+		vouches := r.URL.Path == launcherv1.PathStatus || r.URL.Path == launcherv1.PathSync || r.URL.Path == launcherv1.PathShutdown
+		if vouches {
+			g.lastHeard.Store(time.Now().UnixNano())
+		}
 		next.ServeHTTP(w, r)
+		if vouches {
+			g.lastHeard.Store(time.Now().UnixNano())
+		}
 	})
 }
 

@@ -124,9 +124,10 @@ func startPod(t *testing.T, name string, extraArgs ...string) *pod {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No node agent polls these launchers: no fencing, unless the test asks (a later flag wins).
 	// Like the Pod: loopback up, and the safe sysctl that lets the non-root launcher forward ports < 1024.
 	// The persistent state volume, if the test made it (stateDir), outlives the pod.
-	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && mount -t hugetlbfs -o pagesize=2M,mode=1777 hugetlbfs %s && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s --hugepages-dir %s %s",
+	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && mount -t hugetlbfs -o pagesize=2M,mode=1777 hugetlbfs %s && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s --hugepages-dir %s --fence-after 0 %s",
 		shared.hugepages, podUID, podUID, shared.bin, name, private, shared.root, stateDir(name), shared.hugepages, strings.Join(extraArgs, " "))
 	cmd := exec.Command("unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = stderr, stderr

@@ -203,6 +203,9 @@ func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
 	far, host := otherNode(t, f), hostNode(t, f)
+	// virt-api serves the admission webhooks (failurePolicy Fail) every new instance passes: it must
+	// not be lost with the node (a real cluster runs it replicated; here it has one replica).
+	moveDeploymentsOff(t, f, far)
 	vm := demoVM(f.Namespace, "phoenix", virtv1.RunStrategyAlways, 0, "")
 	vm.Spec.Template.Spec.Affinity = preferNode(far)
 	f.Create(vm)
@@ -247,6 +250,47 @@ func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
 	if !unresponsive {
 		t.Errorf("no %s Event on the lost instance", virtv1.ReasonNodeUnresponsive)
 	}
+}
+
+// moveDeploymentsOff reschedules Podvirt's Deployment Pods (virt-api, virt-controller) that run on
+// node elsewhere: the node is cordoned meanwhile, and uncordoned once they run on another node.
+func moveDeploymentsOff(t *testing.T, f *framework.Framework, node string) {
+	t.Helper()
+	runKubectl(t, "cordon", node)
+	defer runKubectl(t, "uncordon", node)
+	var pods corev1.PodList
+	if err := f.Client.List(f.Context(), &pods, client.InNamespace("podvirt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == node && len(p.OwnerReferences) > 0 && p.OwnerReferences[0].Kind == "ReplicaSet" {
+			if err := f.Client.Delete(f.Context(), &p); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.Eventually("Podvirt's Deployments available off "+node, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		var deps appsv1.DeploymentList
+		if err := f.Client.List(ctx, &deps, client.InNamespace("podvirt")); err != nil {
+			return false, err
+		}
+		var now corev1.PodList
+		if err := f.Client.List(ctx, &now, client.InNamespace("podvirt")); err != nil {
+			return false, err
+		}
+		for _, d := range deps.Items {
+			if d.Status.AvailableReplicas < 1 || d.Status.UpdatedReplicas != d.Status.Replicas || d.Status.Replicas != ptr.Deref(d.Spec.Replicas, 1) {
+				return false, fmt.Errorf("deployment %s: %d available, %d replicas", d.Name, d.Status.AvailableReplicas, d.Status.Replicas)
+			}
+		}
+		for _, p := range now.Items {
+			if p.Spec.NodeName == node && len(p.OwnerReferences) > 0 && p.OwnerReferences[0].Kind == "ReplicaSet" {
+				return false, fmt.Errorf("pod %s still on %s", p.Name, node)
+			}
+		}
+		return true, nil
+	})
+	requireVirtAPI(f)
 }
 
 // guestCounter samples how many qemu processes of one VM run on this machine (every node of the

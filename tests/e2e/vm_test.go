@@ -171,10 +171,18 @@ func TestNodeAgentRestartLeavesGuestRunning(t *testing.T) {
 	before := waitUptime(t, f, vmi)
 
 	var pods corev1.PodList
-	if err := f.Client.List(f.Context(), &pods, client.InNamespace("podvirt"), client.MatchingLabels{"app.kubernetes.io/name": "virt-handler"}); err != nil || len(pods.Items) == 0 {
-		t.Fatalf("node agent pods: %v (%d)", err, len(pods.Items))
+	if err := f.Client.List(f.Context(), &pods, client.InNamespace("podvirt"), client.MatchingLabels{"app.kubernetes.io/name": "virt-handler"}); err != nil {
+		t.Fatalf("node agent pods: %v", err)
 	}
-	old := pods.Items[0]
+	var old corev1.Pod
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == vmi.Status.NodeName {
+			old = p
+		}
+	}
+	if old.Name == "" {
+		t.Fatalf("no node agent pod on %s among %d", vmi.Status.NodeName, len(pods.Items))
+	}
 	if err := f.Client.Delete(f.Context(), &old); err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +196,12 @@ func TestNodeAgentRestartLeavesGuestRunning(t *testing.T) {
 			return false, err
 		}
 		for _, p := range now.Items {
-			if p.UID != old.UID && p.Status.Phase == corev1.PodRunning && ds.Status.NumberReady > 0 {
+			if p.UID != old.UID && p.Spec.NodeName == old.Spec.NodeName && p.Status.Phase == corev1.PodRunning &&
+				ds.Status.NumberReady == ds.Status.DesiredNumberScheduled {
 				return true, nil
 			}
 		}
-		return false, fmt.Errorf("ready %d", ds.Status.NumberReady)
+		return false, fmt.Errorf("ready %d of %d", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
 	})
 	after := waitUptime(t, f, vmi)
 	if after <= before {
@@ -242,10 +251,9 @@ func TestPVCDiskKeepsDataAcrossStopStart(t *testing.T) {
 	diskKeepsDataAcrossStopStart(t, f, "keeper", "", virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}})
 }
 
-// diskKeepsDataAcrossStopStart runs a VM whose data disk comes from source: its first boot writes a
-// file there, and after a stop and a start the file is read back unchanged.
-// diskKeepsDataAcrossStopStart boots a VM (on node nodeName, if given) that writes the data disk
-// from source, stops and starts it, and checks the second boot reads what the first wrote.
+// diskKeepsDataAcrossStopStart runs a VM (on node nodeName, if given) whose data disk comes from
+// source: its first boot writes a file there, and after a stop and a start the file is read back
+// unchanged.
 func diskKeepsDataAcrossStopStart(t *testing.T, f *framework.Framework, name, nodeName string, source virtv1.VolumeSource) {
 	t.Helper()
 	vm := demoVM(f.Namespace, name, virtv1.RunStrategyAlways, 30, pvcUserData)

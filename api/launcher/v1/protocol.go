@@ -97,11 +97,12 @@ const (
 	ReasonFenced = "Fenced"
 )
 
-// AgentSilenceLimit is how long a launcher whose guest runs waits without hearing from its node agent
-// (which asks for the guest's status every few seconds) before it destroys the guest itself. The
-// controllers consider a node lost, fail its instances and start them elsewhere only after the
-// agent's heartbeat is older than a longer threshold, so a guest on a lost node has stopped before
-// its replacement starts: a VM never runs twice. virt-controller refuses a shorter threshold.
+// AgentSilenceLimit is how long a launcher whose guest runs waits without a status, sync or shutdown
+// request from its node agent (the agent asks for the status on every pass, every few seconds, but
+// only while its own heartbeat is fresh) before it destroys the guest itself. The controllers
+// consider a node lost, fail its instances and start them elsewhere only once the agent's heartbeat
+// is older than heartbeat.MinThreshold, which includes this limit, so a guest on a lost node has
+// stopped before its replacement starts: a VM never runs twice.
 const AgentSilenceLimit = 40 * time.Second
 
 // Status is the launcher's report of its guest.
