@@ -1,6 +1,6 @@
 // Package controllers wires Podvirt's controllers (virt-controller's role) into one
-// controller-runtime manager: VirtualMachine, VirtualMachineInstance, VMI ReplicaSet and node
-// health. cmd/virt-controller and the integration tests both use it, so tests run exactly what
+// controller-runtime manager: VirtualMachine, VirtualMachineInstance, migration, VMI ReplicaSet
+// and node health. cmd/virt-controller and the integration tests both use it, so tests run exactly what
 // ships.
 package controllers
 
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/controllers/migration"
 	"github.com/podvirt/podvirt/controllers/nodehealth"
 	"github.com/podvirt/podvirt/controllers/replicaset"
 	"github.com/podvirt/podvirt/controllers/vm"
@@ -62,6 +63,8 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 	}{
 		{"virtualmachine", (&vm.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vm.ControllerName), Clock: o.Clock}).SetupWithManager},
 		{"virtualmachineinstance", (&vmi.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vmi.ControllerName), Config: o.Launcher, Clock: o.Clock}).SetupWithManager},
+		{"migration", (&migration.Reconciler{Client: c, Recorder: mgr.GetEventRecorder(migration.ControllerName), Config: o.Launcher, Clock: o.Clock}).SetupWithManager},
+		{"evacuation", (&migration.EvacuationReconciler{Client: c, Recorder: mgr.GetEventRecorder(migration.ControllerName), Clock: o.Clock}).SetupWithManager},
 		{"replicaset", (&replicaset.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(replicaset.ControllerName), Burst: o.ReplicaSetBurst, Clock: o.Clock}).SetupWithManager},
 		{"nodehealth", (&nodehealth.Reconciler{Client: c, Recorder: mgr.GetEventRecorder(nodehealth.ControllerName), Namespace: o.Namespace, Threshold: o.HeartbeatThreshold, Clock: o.Clock}).SetupWithManager},
 	}

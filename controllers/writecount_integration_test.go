@@ -179,3 +179,21 @@ func (l *runningLauncher) Reboot(context.Context) error { return nil }
 func (l *runningLauncher) PortForward(context.Context, int) (net.Conn, error) {
 	return nil, errors.New("the benchmark's launchers have no guest network")
 }
+
+func (l *runningLauncher) PrepareTarget(context.Context, launcherv1.SyncRequest) (launcherv1.Status, error) {
+	return launcherv1.Status{}, errors.New("the benchmark's launchers do not migrate")
+}
+
+func (l *runningLauncher) Migrate(context.Context, launcherv1.MigrateRequest) (launcherv1.Status, error) {
+	return launcherv1.Status{}, errors.New("the benchmark's launchers do not migrate")
+}
+
+func (l *runningLauncher) CancelMigration(context.Context) error {
+	return errors.New("the benchmark's launchers do not migrate")
+}
+
+func (l *runningLauncher) MigrationDir() string { return "/nonexistent/" + l.uid + "/migration" }
+
+func (l *runningLauncher) MigrationSocket(context.Context, string) (net.Conn, error) {
+	return nil, errors.New("the benchmark's launchers do not migrate")
+}

@@ -55,6 +55,14 @@ type Launcher interface {
 	PortForward(ctx context.Context, port int) (net.Conn, error)
 	// SocketPath is the launcher's command socket (the agent watches for it while the launcher starts).
 	SocketPath() string
+	// PrepareTarget makes the launcher a migration target; Migrate sends its guest to one.
+	PrepareTarget(ctx context.Context, req launcherv1.SyncRequest) (launcherv1.Status, error)
+	Migrate(ctx context.Context, req launcherv1.MigrateRequest) (launcherv1.Status, error)
+	CancelMigration(ctx context.Context) error
+	// MigrationDir is the launcher's launcherv1.MigrationDir as seen from the node.
+	MigrationDir() string
+	// MigrationSocket connects to a migration socket of the launcher.
+	MigrationSocket(ctx context.Context, name string) (net.Conn, error)
 }
 
 var _ Launcher = (*launcherclient.Client)(nil)
@@ -88,6 +96,8 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (mounted there).
 	HostDiskDir string
+	// Migrations serves the migration sockets of guests leaving this node; nil refuses to send any.
+	Migrations *Migrations
 	// Vouching reports whether the agent may talk to launchers (its heartbeat is fresh, see
 	// heartbeat.VouchLimit); always when nil.
 	Vouching func() bool
@@ -132,6 +142,8 @@ type scope struct {
 	obs      observation
 	// soon asks for the next pass after disksRetry rather than the poll interval.
 	soon bool
+	// handedOver: the guest migrated away; the target's agent follows the instance from now on.
+	handedOver bool
 }
 
 // disksRetry is how soon the agent syncs again a launcher still waiting for its disks (each sync
@@ -169,6 +181,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		err = r.reconcileDelete(ctx, s)
 	default:
 		err = r.reconcileNormal(ctx, s)
+	}
+	if s.handedOver {
+		return ctrl.Result{}, err
 	}
 	updateStatus(vmi, s.obs)
 	switch {
@@ -217,8 +232,19 @@ func launcherPodOf(ctx context.Context, c client.Reader, node string, vmi *virtv
 // reconcileNormal reads the guest's state and syncs the instance to a launcher that has no guest yet.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	st, err := s.launcher.Status(ctx)
+	if err != nil && sending(s.vmi, r.NodeName) {
+		// The source launcher exits as soon as its guest has moved: its exit file says so.
+		if exit, _ := s.launcher.ExitStatus(); exit != nil && exit.State == launcherv1.DomainMigrated {
+			st, err = *exit, nil
+		}
+	}
 	if err != nil {
 		return r.launcherDown(s, err)
+	}
+	if sending(s.vmi, r.NodeName) {
+		if err := r.sendGuest(ctx, s, st); err != nil || s.handedOver {
+			return err
+		}
 	}
 	if st.State == launcherv1.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
 		if err = prepareHostDisks(r.HostDiskDir, s.vmi, s.obs.pod); err == nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -46,6 +47,9 @@ type Config struct {
 	SubresourceListener net.Listener
 	// SubresourceTLS, when set, serves the subresources over (mutual) TLS; see SecretTLS.
 	SubresourceTLS *tls.Config
+	// PeerTLS, when set, is the client side of the same mutual TLS towards other nodes' agents (a
+	// live migration's streams; SecretTLS.PeerConfig); plain TCP when nil (tests).
+	PeerTLS func() (*tls.Config, error)
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (--host-disk-dir).
@@ -93,9 +97,11 @@ func ClientOptions() client.Options {
 
 // Agent is what Setup added to the manager.
 type Agent struct {
-	Reconciler   *Reconciler
-	Heartbeat    *Heartbeat
-	Subresources *SubresourceServer
+	Reconciler *Reconciler
+	// MigrationTargets prepares the migration target Pods on this node.
+	MigrationTargets *MigrationTargetReconciler
+	Heartbeat        *Heartbeat
+	Subresources     *SubresourceServer
 }
 
 // Setup adds the reconciler, the heartbeat and (with SubresourceAddr) the subresource server to mgr,
@@ -120,8 +126,26 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		},
 	}
 	a.Reconciler.Vouching = a.Heartbeat.Fresh
+	a.Reconciler.Migrations = &Migrations{PeerTLS: cfg.PeerTLS, Log: slog.Default().With("component", "migration-proxy")}
 	if err := a.Reconciler.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up instance controller: %w", err)
+	}
+	if err := mgr.Add(a.Reconciler.Migrations); err != nil {
+		return nil, fmt.Errorf("add migration proxies: %w", err)
+	}
+	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
+		// Only an agent that serves the streams can be a migration target.
+		address := cfg.SubresourceAddr
+		if cfg.SubresourceListener != nil {
+			address = cfg.SubresourceListener.Addr().String()
+		}
+		a.MigrationTargets = &MigrationTargetReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
+			Address: address, Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Clock: cfg.Clock,
+		}
+		if err := a.MigrationTargets.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("set up migration target controller: %w", err)
+		}
 	}
 	if err := mgr.Add(a.Heartbeat); err != nil {
 		return nil, fmt.Errorf("add heartbeat: %w", err)

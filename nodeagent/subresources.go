@@ -97,6 +97,7 @@ func (s *SubresourceServer) Handler() http.Handler {
 			return s.Dial(pod).PortForward(ctx, port)
 		})
 	})
+	mux.HandleFunc("GET "+PathMigrationStream, s.migrationStream)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
 }

@@ -89,6 +89,16 @@ func (s *SecretTLS) config() *tls.Config {
 	return s.current
 }
 
+// PeerConfig is the client side towards another node's agent (a live migration's streams): the
+// agents' own certificate (good for clients too) and the CA, the server named ServerName(namespace).
+func (s *SecretTLS) PeerConfig() (*tls.Config, error) {
+	c := s.config()
+	if c == nil {
+		return nil, errors.New("no node agent certificate loaded yet")
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: c.Certificates, RootCAs: c.ClientCAs, ServerName: ServerName(s.Secret.Namespace)}, nil
+}
+
 // TLSConfig is the server side: each handshake uses the certificate and CA loaded last.
 func (s *SecretTLS) TLSConfig() *tls.Config {
 	return &tls.Config{

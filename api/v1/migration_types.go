@@ -37,6 +37,10 @@ type VirtualMachineInstanceMigrationSpec struct {
 	VMIName string `json:"vmiName"`
 }
 
+// MigrationFinalizer keeps a migration until it has ended: deleting a running migration aborts it
+// (the guest stays on the source) and only then is the migration removed.
+const MigrationFinalizer = "kubevirt.io/migrationJobFinalize"
+
 // VirtualMachineInstanceMigrationPhase is where a migration is.
 //
 // +kubebuilder:validation:Enum=Pending;Scheduling;Scheduled;PreparingTarget;TargetReady;Running;Succeeded;Failed

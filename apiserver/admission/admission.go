@@ -44,9 +44,11 @@ const (
 	PathValidateMigration = "/validate-kubevirt-io-v1-virtualmachineinstancemigration"
 )
 
-// Register adds the webhooks to srv; reader reads the instances a migration names and the
-// instancetypes and preferences a VM names.
-func Register(srv webhook.Server, s *runtime.Scheme, reader client.Reader) {
+// Register adds the webhooks to srv; c reads the instances a migration names and the instancetypes
+// and preferences a VM names, and marks an instance for evacuation when its launcher Pod is evicted.
+func Register(srv webhook.Server, s *runtime.Scheme, c client.Client) {
+	reader := client.Reader(c)
+	srv.Register(PathEvictLauncher, &webhook.Admission{Handler: evictionInterceptor{client: c}})
 	srv.Register(PathValidateMigration, admission.WithValidator[*virtv1.VirtualMachineInstanceMigration](s, migrationValidator{reader: reader}))
 	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{}))
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))

@@ -100,7 +100,7 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		virtv1.Network{Name: "m", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan"}}})
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a"}, {Name: "n", IO: virtv1.IONative}}
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(true)
-	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("LiveMigrate"))
+	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("External"))
 	errs := ValidateInstanceSpec(&s, "ns", field.NewPath("spec"))
 	var got []string
 	for _, e := range errs {
@@ -110,7 +110,7 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		`spec.domain.devices.disks[1].io: Invalid value: "native": not supported by Podvirt: needs O_DIRECT storage; use threads`,
 		`spec.domain.devices.autoattachVSOCK: Invalid value: true: not supported by Podvirt: needs vhost-vsock on the node`,
 		`spec.domain.devices.interfaces[1].bridge: Forbidden: not supported by Podvirt: the Pod network is user-mode here; use masquerade`,
-		`spec.evictionStrategy: Invalid value: "LiveMigrate": not supported by Podvirt: no live migration yet`,
+		`spec.evictionStrategy: Invalid value: "External": not supported by Podvirt: no external eviction handler`,
 	}, got)
 
 	s = spec()

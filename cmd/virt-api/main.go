@@ -165,7 +165,7 @@ func setupServingCerts(mgr ctrl.Manager, secret types.NamespacedName, service, d
 // the CA's key) into virt-handler-certs, the only Secret the agents may read.
 func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string) (*apiserver.Agents, error) {
 	from := types.NamespacedName{Namespace: ns, Name: "virt-handler-ca"}
-	serverName := "virt-handler." + ns + ".svc"
+	serverName := nodeagent.ServerName(ns)
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey: from, CertDir: dir, CAName: "podvirt-node-ca", CAOrganization: "podvirt", DNSName: serverName,
 		ExtKeyUsages:   &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},

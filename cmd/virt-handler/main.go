@@ -126,7 +126,7 @@ func run(args []string) error {
 	if err := mgr.Add(secretTLS); err != nil {
 		return fmt.Errorf("add subresource TLS: %w", err)
 	}
-	cfg.SubresourceTLS = secretTLS.TLSConfig()
+	cfg.SubresourceTLS, cfg.PeerTLS = secretTLS.TLSConfig(), secretTLS.PeerConfig
 	agent, err := nodeagent.Setup(mgr, cfg)
 	if err != nil {
 		return err

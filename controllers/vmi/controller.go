@@ -104,10 +104,15 @@ func (r *Reconciler) stopFinishedPod(ctx context.Context, vmi *virtv1.VirtualMac
 	return nil
 }
 
-// launcherPod returns the instance's launcher Pod, or nil when it is absent. With confirm, a Pod
-// missing from the cache is looked up in the apiserver before it counts as gone.
+// launcherPod returns the instance's launcher Pod (status.launcherPod: after a migration, the
+// target's), or nil when it is absent. With confirm, a Pod missing from the cache is looked up in
+// the apiserver before it counts as gone.
 func (r *Reconciler) launcherPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance, confirm bool) (*corev1.Pod, error) {
-	key := client.ObjectKey{Namespace: vmi.Namespace, Name: PodName(vmi)}
+	name := vmi.Status.LauncherPod
+	if name == "" {
+		name = PodName(vmi)
+	}
+	key := client.ObjectKey{Namespace: vmi.Namespace, Name: name}
 	pod := &corev1.Pod{}
 	err := r.Client.Get(ctx, key, pod)
 	if apierrors.IsNotFound(err) && confirm {

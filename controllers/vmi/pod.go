@@ -42,9 +42,19 @@ const podGraceMargin = 15
 // PodName is the launcher Pod's name: deterministic, so a restarted controller never creates a
 // second Pod for the same instance (the apiserver refuses the duplicate name).
 func PodName(vmi *virtv1.VirtualMachineInstance) string {
-	sum := sha256.Sum256([]byte(vmi.UID))
+	return podName(vmi.Name, string(vmi.UID))
+}
+
+// TargetPodName is the name of the launcher Pod a migration moves the instance to: deterministic
+// for the migration, like PodName.
+func TargetPodName(vmi *virtv1.VirtualMachineInstance, migrationUID string) string {
+	return podName(vmi.Name, string(vmi.UID)+"/"+migrationUID)
+}
+
+// podName is virt-launcher-<name>-<5 hex of key's hash>, the name cut to fit 63 characters.
+func podName(name, key string) string {
+	sum := sha256.Sum256([]byte(key))
 	suffix := hex.EncodeToString(sum[:])[:5]
-	name := vmi.Name
 	const prefix, max = "virt-launcher-", 63
 	if room := max - len(prefix) - 1 - len(suffix); len(name) > room {
 		name = name[:room]
@@ -52,8 +62,6 @@ func PodName(vmi *virtv1.VirtualMachineInstance) string {
 	return prefix + name + "-" + suffix
 }
 
-// RenderPod renders the launcher Pod of an instance. It is pure: the same instance and config
-// always give the same Pod.
 func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, error) {
 	guest, err := vmi.Spec.Domain.GuestMemory()
 	if err != nil {

@@ -29,6 +29,9 @@ func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.
 		return
 	}
 	st.LauncherPod = pod.Name
+	if ms := st.MigrationState; ms != nil && !ms.Completed && !ms.Failed && ms.SourcePod == pod.Name && pod.Status.Phase == corev1.PodSucceeded {
+		return // the guest moved to the migration target: the source's node agent hands the instance over
+	}
 	switch {
 	case pod.DeletionTimestamp != nil && vmi.DeletionTimestamp == nil:
 		st.SetPhase(virtv1.Failed, virtv1.ReasonPodDeleted, now)
@@ -46,6 +49,7 @@ func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.
 		st.NodeName = pod.Spec.NodeName
 		meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstanceSynchronized)
 		mirrorScheduled(st, pod)
+		setLiveMigratable(vmi)
 	default:
 		st.SetPhase(virtv1.Scheduling, "", now)
 		mirrorScheduled(st, pod)

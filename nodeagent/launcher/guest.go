@@ -48,13 +48,17 @@ const (
 	opUnpause
 	opReboot
 	opForward
+	opPrepareTarget
+	opMigrate
+	opCancelMigration
 )
 
 // request is one command handed from an HTTP handler to the guest's loop.
 type request struct {
-	op    opKind
-	sync  launcherv1.SyncRequest
-	grace time.Duration
+	op      opKind
+	sync    launcherv1.SyncRequest
+	migrate launcherv1.MigrateRequest
+	grace   time.Duration
 	// port is the guest port of opForward; local receives the loopback port that reaches it.
 	port  int
 	local *int
@@ -92,10 +96,18 @@ type guest struct {
 	// TCP port to the loopback port of the Pod that reaches it (see forward).
 	netdev   string
 	forwards map[int]int
+	// A live migration (see migration.go): target is a migration target's libvirt daemon and
+	// incoming the guest it waits for; migration is what Status.Migration reports; migrated
+	// receives the outcome of the source's migration, which runs while migrating.
+	target    *daemon
+	incoming  *incoming
+	migration *launcherv1.MigrationStatus
+	migrated  chan sent
+	migrating bool
 }
 
 func newGuest(cfg *Config, hv *hypervisor) *guest {
-	return &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{})}
+	return &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{}), migrated: make(chan sent, 1)}
 }
 
 // Status is the last published status.
@@ -127,6 +139,11 @@ func (g *guest) do(ctx context.Context, r request) error {
 // graceful shutdown (or returns at once when no guest was ever started).
 func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 	defer close(g.done)
+	defer func() {
+		if g.migrating { // the domain is gone: its migration fails at once
+			g.migrationEnded(<-g.migrated)
+		}
+	}()
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
 	done := ctx.Done()
@@ -134,6 +151,10 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 		var graceC <-chan time.Time
 		if g.grace != nil {
 			graceC = g.grace.C
+		}
+		var arrivals <-chan lifecycle
+		if g.incoming != nil {
+			arrivals = g.target.hv.events
 		}
 		select {
 		case <-done:
@@ -158,13 +179,25 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 			if err := g.dom.Destroy(); err != nil {
 				g.cfg.Log.Error("Destroy after the grace period", "err", err)
 			}
+		case <-arrivals:
+			g.adopt()
+		case res := <-g.migrated:
+			g.migrationEnded(res)
 		case <-poll.C:
 			g.fenceIfAlone()
+			if g.incoming != nil {
+				g.adopt()
+			}
 		}
 		if g.dom == nil {
 			continue
 		}
 		if final, gone := g.refresh(); gone {
+			if g.migrating { // the guest left by migration: its outcome comes at once
+				g.migrationEnded(<-g.migrated)
+				final.Migration = g.migrationStatus()
+				g.publish(final)
+			}
 			return final, nil
 		}
 	}
@@ -207,8 +240,14 @@ func (g *guest) fenceIfAlone() {
 }
 
 func (g *guest) handle(ctx context.Context, r request) error {
-	if r.op == opSync {
+	switch r.op {
+	case opSync:
+		if g.target != nil {
+			return fmt.Errorf("%w: %w", errConflict, errMigrationTarget)
+		}
 		return g.sync(ctx, r.sync)
+	case opPrepareTarget:
+		return g.prepareTarget(ctx, r.sync)
 	}
 	if g.dom == nil {
 		return fmt.Errorf("%w: no guest was started yet (sync first)", errConflict)
@@ -228,6 +267,10 @@ func (g *guest) handle(ctx context.Context, r request) error {
 		err = g.reboot()
 	case opForward:
 		*r.local, err = g.forward(r.port)
+	case opMigrate:
+		err = g.migrate(r.migrate)
+	case opCancelMigration:
+		err = g.cancelMigration()
 	}
 	if err != nil {
 		return conflict{err}
@@ -264,7 +307,7 @@ func (g *guest) shutdown(grace time.Duration) error {
 
 // refresh publishes the domain's current state; gone reports the domain has ended, with its final status.
 func (g *guest) refresh() (final launcherv1.Status, gone bool) {
-	st := launcherv1.Status{Emulation: g.emulation, Interfaces: g.ifaces, QemuPID: g.qemuPID()}
+	st := launcherv1.Status{Emulation: g.emulation, Interfaces: g.ifaces, QemuPID: g.qemuPID(), Migration: g.migrationStatus()}
 	state, reason, err := g.dom.GetState()
 	switch {
 	case err == nil && state != libvirt.DOMAIN_SHUTOFF && state != libvirt.DOMAIN_CRASHED:
@@ -309,6 +352,8 @@ func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 		detail = g.stopped.detail
 	}
 	switch {
+	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_MIGRATED):
+		return launcherv1.DomainMigrated, launcherv1.ReasonMigrated, "the guest moved to the migration target"
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN):
 		return launcherv1.DomainShutoff, launcherv1.ReasonGuestShutdown, "the guest powered off"
 	case g.killReq:
@@ -339,7 +384,7 @@ func (g *guest) qemuPID() int {
 	if g.vmi == nil {
 		return 0
 	}
-	data, err := os.ReadFile(filepath.Join(g.cfg.LibvirtRoot, "run", "qemu", domainxml.DomainName(g.vmi)+".pid"))
+	data, err := os.ReadFile(filepath.Join(g.hv.runDir, domainxml.DomainName(g.vmi)+".pid"))
 	if err != nil {
 		return 0
 	}
@@ -348,8 +393,8 @@ func (g *guest) qemuPID() int {
 }
 
 // liveDomain is the domain's XML as libvirt runs it.
-func (g *guest) liveDomain() (*libvirtxml.Domain, error) {
-	x, err := g.dom.GetXMLDesc(0)
+func liveDomain(dom *libvirt.Domain) (*libvirtxml.Domain, error) {
+	x, err := dom.GetXMLDesc(0)
 	if err != nil {
 		return nil, fmt.Errorf("get domain xml: %w", err)
 	}

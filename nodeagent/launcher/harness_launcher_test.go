@@ -38,6 +38,9 @@ type env struct {
 	root string
 	// hugepages is where each pod mounts a hugetlbfs of 2 MiB pages (a HugePages-2Mi emptyDir).
 	hugepages string
+	// passwd and group are the host's /etc/passwd and /etc/group plus the pod user and group, as the
+	// launcher image has them; each pod mounts them over the host's (libvirt looks the user up).
+	passwd, group string
 }
 
 var shared env // set once by TestMain, read-only afterwards
@@ -65,6 +68,16 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build virt-launcher:", err)
 		return 1
 	}
+	shared.passwd, shared.group = filepath.Join(dir, "passwd"), filepath.Join(dir, "group")
+	for _, f := range []struct{ host, out, line string }{
+		{"/etc/passwd", shared.passwd, fmt.Sprintf("qemu:x:%d:%d:qemu:/nonexistent:/usr/sbin/nologin", podUID, podUID)},
+		{"/etc/group", shared.group, fmt.Sprintf("qemu:x:%d:", podUID)},
+	} {
+		if err := withPodUser(f.host, f.out, f.line); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	shared.root = filepath.Join(dir, "lv")
 	shared.hugepages = filepath.Join(dir, "hugepages")
 	for _, d := range []string{dir, shared.root, shared.hugepages} {
@@ -78,6 +91,18 @@ func testMain(m *testing.M) int {
 		}
 	}
 	return m.Run()
+}
+
+// withPodUser writes the user database host to out with line added, unless host has the pod's id.
+func withPodUser(host, out, line string) error {
+	data, err := os.ReadFile(host)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(data), fmt.Sprintf(":x:%d:", podUID)) {
+		data = append(data, line+"\n"...)
+	}
+	return os.WriteFile(out, data, 0o644)
 }
 
 // pod is one launcher process in its own network and PID namespaces, as uid 107: PID 1 of its PID
@@ -111,6 +136,14 @@ func makeStateDir(t *testing.T, name string) {
 // startPod starts `virt-launcher run` for VMI ns/name with a fresh private dir.
 func startPod(t *testing.T, name string, extraArgs ...string) *pod {
 	t.Helper()
+	return startPodAt(t, name, "", extraArgs...)
+}
+
+// startPodAt is startPod with the private dir mounted at podDir inside the pod (when not empty), so
+// that two pods see their own private dirs at the same path, as launcherv1.PrivateDir is in every
+// launcher Pod (a live migration relies on it).
+func startPodAt(t *testing.T, name, podDir string, extraArgs ...string) *pod {
+	t.Helper()
 	// Not t.TempDir(): its parent is 0700 root, which the pod user cannot enter.
 	private, err := os.MkdirTemp(shared.dir, name+"-")
 	if err != nil {
@@ -127,8 +160,12 @@ func startPod(t *testing.T, name string, extraArgs ...string) *pod {
 	// No node agent polls these launchers: no fencing, unless the test asks (a later flag wins).
 	// Like the Pod: loopback up, and the safe sysctl that lets the non-root launcher forward ports < 1024.
 	// The persistent state volume, if the test made it (stateDir), outlives the pod.
-	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && mount -t hugetlbfs -o pagesize=2M,mode=1777 hugetlbfs %s && exec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s --hugepages-dir %s --fence-after 0 %s",
-		shared.hugepages, podUID, podUID, shared.bin, name, private, shared.root, stateDir(name), shared.hugepages, strings.Join(extraArgs, " "))
+	mountPrivate, inPod := "", private
+	if podDir != "" {
+		mountPrivate, inPod = fmt.Sprintf("mount --bind %s %s && ", private, podDir), podDir
+	}
+	script := fmt.Sprintf("ip link set lo up && sysctl -qw net.ipv4.ip_unprivileged_port_start=0 && mount --bind %s /etc/passwd && mount --bind %s /etc/group && mount -t hugetlbfs -o pagesize=2M,mode=1777 hugetlbfs %s && %sexec setpriv --reuid %d --regid %d --clear-groups %s run --vmi-name %s --namespace ns --private-dir %s --libvirt-root %s --state-dir %s --hugepages-dir %s --fence-after 0 %s",
+		shared.passwd, shared.group, shared.hugepages, mountPrivate, podUID, podUID, shared.bin, name, inPod, shared.root, stateDir(name), shared.hugepages, strings.Join(extraArgs, " "))
 	cmd := exec.Command("unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {

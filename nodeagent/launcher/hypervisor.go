@@ -35,15 +35,61 @@ type lifecycle struct {
 	detail int
 }
 
-// hypervisor is the in-process (embedded) libvirt QEMU driver: no libvirtd, no RPC, the driver's
-// state under root. Domains it starts die with the launcher (they are destroyed when the launcher closes it).
+// eventLoop runs libvirt's default event loop, which delivers the events of every connection of
+// the process (and keeps remote connections alive).
+type eventLoop struct {
+	timer int
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// startEventLoop registers libvirt's default event loop and runs it until close.
+func startEventLoop() (*eventLoop, error) {
+	if err := libvirt.EventRegisterDefaultImpl(); err != nil {
+		return nil, fmt.Errorf("register libvirt event loop: %w", err)
+	}
+	l := &eventLoop{stop: make(chan struct{})}
+	// A periodic no-op timer wakes the event loop so its goroutine notices stop.
+	timer, err := libvirt.EventAddTimeout(200, func(int) {})
+	if err != nil {
+		return nil, fmt.Errorf("add libvirt event timer: %w", err)
+	}
+	l.timer = timer
+	l.wg.Add(1)
+	go l.run()
+	return l, nil
+}
+
+func (l *eventLoop) run() {
+	defer l.wg.Done()
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		if err := libvirt.EventRunDefaultImpl(); err != nil {
+			return
+		}
+	}
+}
+
+func (l *eventLoop) close() {
+	close(l.stop)
+	l.wg.Wait()
+	_ = libvirt.EventRemoveTimeout(l.timer)
+}
+
+// hypervisor is one connection to libvirt's QEMU driver and its domains' lifecycle events: the
+// embedded driver (no daemon, no RPC, the driver's state under a private root) that starts the
+// guest, or the libvirt daemon of a migration target the guest arrives in (see daemon). Domains
+// it runs die with the launcher: close destroys them.
 type hypervisor struct {
 	conn   *libvirt.Connect
 	events chan lifecycle
 	cbID   int
-	timer  int
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// runDir is where the driver keeps each domain's pid file (<domain>.pid).
+	runDir string
 }
 
 // EmbedURI is the connection URI of the embedded QEMU driver rooted at root.
@@ -117,38 +163,38 @@ func hugetlbfsConf(dir string) string {
 	return fmt.Sprintf("hugetlbfs_mount = %q\n", dir)
 }
 
-// openHypervisor writes qemu.conf under root, starts libvirt's event loop and opens the embedded
-// driver; guest memory in huge pages comes from the hugetlbfs at hugepagesDir, if it is one.
-func openHypervisor(root, hugepagesDir string) (*hypervisor, error) {
+// writeQemuConf writes the QEMU driver's qemu.conf as path; guest memory in huge pages comes from
+// the hugetlbfs at hugepagesDir, if it is one.
+func writeQemuConf(path, hugepagesDir string) error {
 	conf := qemuConfUnprivileged
 	if os.Geteuid() == 0 {
 		conf = qemuConfPrivileged
 	}
 	conf += hugetlbfsConf(hugepagesDir)
-	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o700); err != nil {
-		return nil, fmt.Errorf("create libvirt root: %w", err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "etc", "qemu.conf"), []byte(conf), 0o600); err != nil {
-		return nil, fmt.Errorf("write qemu.conf: %w", err)
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("write qemu.conf: %w", err)
 	}
-	if err := libvirt.EventRegisterDefaultImpl(); err != nil {
-		return nil, fmt.Errorf("register libvirt event loop: %w", err)
+	return nil
+}
+
+// openEmbedded writes qemu.conf under root and opens the embedded driver rooted there.
+func openEmbedded(root, hugepagesDir string) (*hypervisor, error) {
+	if err := writeQemuConf(filepath.Join(root, "etc", "qemu.conf"), hugepagesDir); err != nil {
+		return nil, err
 	}
-	h := &hypervisor{events: make(chan lifecycle, 64), stop: make(chan struct{})}
-	// A periodic no-op timer wakes the event loop so its goroutine notices stop.
-	timer, err := libvirt.EventAddTimeout(200, func(int) {})
+	return connect(EmbedURI(root), filepath.Join(root, "run", "qemu"))
+}
+
+// connect opens uri and registers for its domains' lifecycle events (the event loop must run).
+func connect(uri, runDir string) (*hypervisor, error) {
+	conn, err := libvirt.NewConnect(uri)
 	if err != nil {
-		return nil, fmt.Errorf("add libvirt event timer: %w", err)
+		return nil, fmt.Errorf("open %s: %w", uri, err)
 	}
-	h.timer = timer
-	h.wg.Add(1)
-	go h.runEvents()
-	conn, err := libvirt.NewConnect(EmbedURI(root))
-	if err != nil {
-		h.stopEvents()
-		return nil, fmt.Errorf("open %s: %w", EmbedURI(root), err)
-	}
-	h.conn = conn
+	h := &hypervisor{conn: conn, events: make(chan lifecycle, 64), runDir: runDir}
 	h.cbID, err = conn.DomainEventLifecycleRegister(nil, func(_ *libvirt.Connect, _ *libvirt.Domain, ev *libvirt.DomainEventLifecycle) {
 		select {
 		case h.events <- lifecycle{event: ev.Event, detail: ev.Detail}:
@@ -156,44 +202,21 @@ func openHypervisor(root, hugepagesDir string) (*hypervisor, error) {
 		}
 	})
 	if err != nil {
-		h.close()
-		return nil, fmt.Errorf("register lifecycle events: %w", err)
+		_, _ = conn.Close()
+		return nil, fmt.Errorf("register lifecycle events on %s: %w", uri, err)
 	}
 	return h, nil
 }
 
-func (h *hypervisor) runEvents() {
-	defer h.wg.Done()
-	for {
-		select {
-		case <-h.stop:
-			return
-		default:
-		}
-		if err := libvirt.EventRunDefaultImpl(); err != nil {
-			return
-		}
-	}
-}
-
-func (h *hypervisor) stopEvents() {
-	close(h.stop)
-	h.wg.Wait()
-	_ = libvirt.EventRemoveTimeout(h.timer)
-}
-
 // close destroys any guest still running (the embedded driver has no AUTODESTROY; in a Pod qemu would
-// die with the container anyway), deregisters events, closes the connection and joins the event loop.
+// die with the container anyway), deregisters events and closes the connection.
 func (h *hypervisor) close() {
-	if h.conn != nil {
-		if doms, err := h.conn.ListAllDomains(libvirt.CONNECT_LIST_DOMAINS_ACTIVE); err == nil {
-			for i := range doms {
-				_ = doms[i].Destroy()
-				_ = doms[i].Free()
-			}
+	if doms, err := h.conn.ListAllDomains(libvirt.CONNECT_LIST_DOMAINS_ACTIVE); err == nil {
+		for i := range doms {
+			_ = doms[i].Destroy()
+			_ = doms[i].Free()
 		}
-		_ = h.conn.DomainEventDeregister(h.cbID)
-		_, _ = h.conn.Close()
 	}
-	h.stopEvents()
+	_ = h.conn.DomainEventDeregister(h.cbID)
+	_, _ = h.conn.Close()
 }

@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config) int {
 	}
 	writeExitFile(&cfg, st)
 	switch {
-	case st.State == launcherv1.DomainShutoff || st.State == launcherv1.DomainNone:
+	case st.State == launcherv1.DomainShutoff || st.State == launcherv1.DomainNone || st.State == launcherv1.DomainMigrated:
 		return ExitShutoff
 	case st.Reason == launcherv1.ReasonKilled:
 		return ExitKilled
@@ -81,7 +81,12 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 	}
 	_ = os.Remove(filepath.Join(cfg.PrivateDir, launcherv1.ExitFile))
 	start := time.Now()
-	hv, err := openHypervisor(cfg.LibvirtRoot, cfg.HugepagesDir)
+	events, err := startEventLoop()
+	if err != nil {
+		return launcherv1.Status{}, err
+	}
+	defer events.close()
+	hv, err := openEmbedded(cfg.LibvirtRoot, cfg.HugepagesDir)
 	if err != nil {
 		return launcherv1.Status{}, err
 	}
@@ -104,6 +109,9 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 	cfg.Log.Info("Serving the command protocol", "socket", sockPath, "version", launcherv1.Version)
 
 	st, loopErr := g.loop(ctx)
+	if g.target != nil {
+		g.target.close()
+	}
 
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"libvirt.org/go/libvirt"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/internal/splice"
 )
 
 // reboot presses the ACPI power button for a reboot: libvirt lets the guest power off, then resets
@@ -114,35 +113,6 @@ func portForward(g *guest) http.HandlerFunc {
 			_ = conn.Close()
 			return
 		}
-		pipe(conn, buf.Reader, guestConn)
+		splice.Conns(conn, buf.Reader, guestConn)
 	}
-}
-
-// pipe copies client (whose buffered bytes are in pending) and guest into each other until both
-// directions end, then closes both.
-func pipe(client net.Conn, pending io.Reader, guest net.Conn) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		_, _ = io.Copy(guest, pending)
-		closeWrite(guest)
-	}()
-	go func() {
-		defer wg.Done()
-		_, _ = io.Copy(client, guest)
-		closeWrite(client)
-	}()
-	wg.Wait()
-	_ = client.Close()
-	_ = guest.Close()
-}
-
-// closeWrite half-closes conn when it can (the peer sees EOF and may still answer), else closes it.
-func closeWrite(conn net.Conn) {
-	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-		return
-	}
-	_ = conn.Close()
 }

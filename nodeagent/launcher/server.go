@@ -22,21 +22,7 @@ func newHandler(g *guest) http.Handler {
 	mux.HandleFunc("GET "+launcherv1.PathStatus, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, g.Status())
 	})
-	mux.HandleFunc("POST "+launcherv1.PathSync, func(w http.ResponseWriter, r *http.Request) {
-		var req launcherv1.SyncRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		vmi, err := g.parseVMI(req)
-		if err == nil { // waiting here, not in the guest's loop, keeps the loop free meanwhile
-			err = awaitInputs(r.Context(), vmi, g.cfg)
-		}
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		reply(w, r, g, request{op: opSync, sync: req}, http.StatusOK)
-	})
+	mux.HandleFunc("POST "+launcherv1.PathSync, syncHandler(g, opSync))
 	mux.HandleFunc("POST "+launcherv1.PathShutdown, func(w http.ResponseWriter, r *http.Request) {
 		var req launcherv1.ShutdownRequest
 		if !decode(w, r, &req) {
@@ -61,7 +47,37 @@ func newHandler(g *guest) http.Handler {
 		reply(w, r, g, request{op: opReboot}, http.StatusAccepted)
 	})
 	mux.HandleFunc("GET "+launcherv1.PathPortForward+"{port}", portForward(g))
+	mux.HandleFunc("POST "+launcherv1.PathMigrationTarget, syncHandler(g, opPrepareTarget))
+	mux.HandleFunc("POST "+launcherv1.PathMigrate, func(w http.ResponseWriter, r *http.Request) {
+		var req launcherv1.MigrateRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		reply(w, r, g, request{op: opMigrate, migrate: req}, http.StatusAccepted)
+	})
+	mux.HandleFunc("POST "+launcherv1.PathMigrateCancel, func(w http.ResponseWriter, r *http.Request) {
+		reply(w, r, g, request{op: opCancelMigration}, http.StatusAccepted)
+	})
 	return mux
+}
+
+// syncHandler serves a SyncRequest: a sync, or the preparation of a migration target.
+func syncHandler(g *guest, op opKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req launcherv1.SyncRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		vmi, err := g.parseVMI(req)
+		if err == nil { // waiting here, not in the guest's loop, keeps the loop free meanwhile
+			err = awaitInputs(r.Context(), vmi, g.cfg)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		reply(w, r, g, request{op: op, sync: req}, http.StatusOK)
+	}
 }
 
 // decode reads a JSON body (an empty body is the zero request); it answers 400 itself on failure.

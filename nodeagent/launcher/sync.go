@@ -35,24 +35,9 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 		return fmt.Errorf("%w: the launcher is terminating", errConflict)
 	}
 	t0 := time.Now()
-	in, err := resolveInputs(vmi, g.cfg, req.Emulation)
+	plan, err := g.prepare(ctx, vmi, req.Emulation)
 	if err != nil {
-		return fmt.Errorf("%w: %w", errBadRequest, err)
-	}
-	plan, err := domainxml.Build(vmi, in)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errBadRequest, err)
-	}
-	if err := prepareFiles(ctx, vmi, plan, g.cfg); err != nil {
 		return err
-	}
-	if err := preparePersistentState(g.cfg, &vmi.Spec, plan.Domain.UUID); err != nil {
-		return err
-	}
-	for _, s := range []string{launcherv1.SerialSocket, launcherv1.VNCSocket} {
-		if err := os.Remove(filepath.Join(g.cfg.PrivateDir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove stale %s: %w", s, err)
-		}
 	}
 	x, err := plan.Domain.Marshal()
 	if err != nil {
@@ -78,12 +63,49 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	return nil
 }
 
+// prepare builds the domain of vmi and creates the files it needs (disk overlays, ISOs, persistent
+// state): what a sync does before it starts the guest, and a migration target before the guest arrives.
+func (g *guest) prepare(ctx context.Context, vmi *virtv1.VirtualMachineInstance, emulation bool) (*domainxml.Plan, error) {
+	in, err := resolveInputs(vmi, g.cfg, emulation)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	plan, err := domainxml.Build(vmi, in)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	if err := prepareFiles(ctx, vmi, plan, g.cfg); err != nil {
+		return nil, err
+	}
+	if err := preparePersistentState(g.cfg, &vmi.Spec, plan.Domain.UUID); err != nil {
+		return nil, err
+	}
+	for _, s := range []string{launcherv1.SerialSocket, launcherv1.VNCSocket} {
+		if err := os.Remove(filepath.Join(g.cfg.PrivateDir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale %s: %w", s, err)
+		}
+	}
+	return plan, nil
+}
+
 // afterCreate forwards the declared ports, records what qemu got, and lets the guest run (unless it
 // is to start paused).
 func (g *guest) afterCreate(dom *libvirt.Domain, vmi *virtv1.VirtualMachineInstance, plan *domainxml.Plan) error {
-	g.dom = dom
-	defer func() { g.dom = nil }()
-	live, err := g.liveDomain()
+	if err := g.attach(dom, plan); err != nil {
+		return err
+	}
+	if vmi.Spec.StartStrategy != nil && *vmi.Spec.StartStrategy == virtv1.StartStrategyPaused {
+		return nil
+	}
+	if err := dom.Resume(); err != nil {
+		return fmt.Errorf("resume after start: %w", err)
+	}
+	return nil
+}
+
+// attach forwards the declared ports to the new domain and records what qemu got.
+func (g *guest) attach(dom *libvirt.Domain, plan *domainxml.Plan) error {
+	live, err := liveDomain(dom)
 	if err != nil {
 		return err
 	}
@@ -105,12 +127,6 @@ func (g *guest) afterCreate(dom *libvirt.Domain, vmi *virtv1.VirtualMachineInsta
 	}
 	g.ifaces = interfaces(plan, live)
 	g.memMessage = memoryMessage(plan.MemoryBytes, live)
-	if vmi.Spec.StartStrategy != nil && *vmi.Spec.StartStrategy == virtv1.StartStrategyPaused {
-		return nil
-	}
-	if err := dom.Resume(); err != nil {
-		return fmt.Errorf("resume after start: %w", err)
-	}
 	return nil
 }
 

@@ -115,7 +115,7 @@ func (c *Client) PortForward(ctx context.Context, port int) (net.Conn, error) {
 		return nil, err
 	}
 	path := launcherv1.PathPortForward + strconv.Itoa(port)
-	upgraded, err := upgrade(ctx, conn, path)
+	upgraded, err := Upgrade(ctx, conn, "launcher", path)
 	if err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -123,27 +123,28 @@ func (c *Client) PortForward(ctx context.Context, port int) (net.Conn, error) {
 	return upgraded, nil
 }
 
-// upgrade sends the port-forward request on conn and reads the launcher's 101 (bounded by
-// DefaultTimeout); any other answer is an *Error.
-func upgrade(ctx context.Context, conn net.Conn, path string) (net.Conn, error) {
+// Upgrade sends GET path with "Upgrade: tcp" to host on conn and reads the 101 that turns conn into
+// a plain byte stream (bounded by DefaultTimeout); any other answer is an *Error. The launcher's
+// port-forward and the node agents' migration streams use it.
+func Upgrade(ctx context.Context, conn net.Conn, host, path string) (net.Conn, error) {
 	deadline := time.Now().Add(DefaultTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	_ = conn.SetDeadline(deadline)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://launcher"+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("build %s request: %w", path, err)
 	}
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", launcherv1.UpgradeTCP)
 	if err := req.Write(conn); err != nil {
-		return nil, fmt.Errorf("launcher %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", host, path, err)
 	}
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		return nil, fmt.Errorf("launcher %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", host, path, err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer func() { _ = resp.Body.Close() }()
@@ -191,6 +192,35 @@ func DialSocket(ctx context.Context, dir, name string) (net.Conn, error) {
 	return conn, nil
 }
 
+// ListenSocket creates the unix socket name in the launcher's private directory dir (mode 0600,
+// replacing a stale one), through /proc/self/fd when the path is too long for a socket address.
+// Closing the listener does not remove the socket.
+func ListenSocket(dir, name string) (net.Listener, error) {
+	path := filepath.Join(dir, name)
+	addr := path
+	if len(path) > maxSocketPath {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", dir, err)
+		}
+		defer func() { _ = unix.Close(fd) }()
+		addr = fmt.Sprintf("/proc/self/fd/%d/%s", fd, name)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale %s: %w", path, err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	return ln, nil
+}
+
 // classify marks the errors that mean "no launcher there" with ErrUnreachable.
 func classify(err error) error {
 	if err == nil {
@@ -235,6 +265,36 @@ func (c *Client) Sync(ctx context.Context, req launcherv1.SyncRequest) (launcher
 	var st launcherv1.Status
 	err := c.do(ctx, http.MethodPost, launcherv1.PathSync, req, &st, SyncTimeout)
 	return st, err
+}
+
+// PrepareTarget makes the launcher a migration target for its VMI: it prepares the instance's
+// files and waits for the guest to arrive (launcherv1.PathMigrationTarget).
+func (c *Client) PrepareTarget(ctx context.Context, req launcherv1.SyncRequest) (launcherv1.Status, error) {
+	var st launcherv1.Status
+	err := c.do(ctx, http.MethodPost, launcherv1.PathMigrationTarget, req, &st, SyncTimeout)
+	return st, err
+}
+
+// Migrate starts the live migration of the guest to the target reached through the sockets in
+// launcherv1.MigrationDir (launcherv1.PathMigrate); Status follows it.
+func (c *Client) Migrate(ctx context.Context, req launcherv1.MigrateRequest) (launcherv1.Status, error) {
+	var st launcherv1.Status
+	err := c.do(ctx, http.MethodPost, launcherv1.PathMigrate, req, &st, DefaultTimeout)
+	return st, err
+}
+
+// CancelMigration aborts the running migration: the guest stays (launcherv1.PathMigrateCancel).
+func (c *Client) CancelMigration(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, launcherv1.PathMigrateCancel, nil, nil, DefaultTimeout)
+}
+
+// MigrationDir is the launcher's launcherv1.MigrationDir.
+func (c *Client) MigrationDir() string { return filepath.Join(c.dir, launcherv1.MigrationDir) }
+
+// MigrationSocket connects to the migration socket name (one of launcherv1's Migration*Socket) in
+// the launcher's launcherv1.MigrationDir.
+func (c *Client) MigrationSocket(ctx context.Context, name string) (net.Conn, error) {
+	return DialSocket(ctx, c.MigrationDir(), name)
 }
 
 // Shutdown asks for an ACPI power-off; the launcher kills the guest after gracePeriodSeconds (at once

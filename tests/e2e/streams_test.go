@@ -340,8 +340,20 @@ func migrate(t *testing.T, f *framework.Framework) {
 	if err := f.Client.Create(f.Context(), m); err == nil || !strings.Contains(err.Error(), `spec.vmiName: Not found: "halted"`) {
 		t.Errorf("a migration of a VM without an instance: %v, want spec.vmiName: Not found", err)
 	}
+	// Deleting the running migration aborts it: the instance stays where it is.
+	before := getVMI(t, f, "vm")
 	if err := f.Client.Delete(f.Context(), &list.Items[0]); err != nil {
 		t.Fatal(err)
+	}
+	f.Eventually("the deleted migration aborted and gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := f.Client.Get(ctx, client.ObjectKeyFromObject(&list.Items[0]), &virtv1.VirtualMachineInstanceMigration{})
+		v := getVMI(t, f, "vm")
+		return apierrors.IsNotFound(err) && v.Status.MigrationState != nil && v.Status.MigrationState.Failed,
+			fmt.Errorf("migration: %v; instance migration state %+v", err, v.Status.MigrationState)
+	})
+	if after := getVMI(t, f, "vm"); after.Status.NodeName != before.Status.NodeName || after.Status.LauncherPod != before.Status.LauncherPod || after.Status.Phase != virtv1.Running {
+		t.Fatalf("after the aborted migration the instance is %s on %q in %q, want Running on %q in %q",
+			after.Status.Phase, after.Status.NodeName, after.Status.LauncherPod, before.Status.NodeName, before.Status.LauncherPod)
 	}
 }
 

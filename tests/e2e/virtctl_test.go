@@ -78,12 +78,7 @@ func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
 
 	interactiveConsole(t, f)
 
-	// migrate --wait follows the migration's phases; nothing carries migrations out yet (single
-	// node), so it times out saying the migration is still Pending.
-	out, code = virtctl(t, f, "", "migrate", "vm", "--wait", "--timeout", "5s")
-	if code != 124 || !strings.Contains(out, "VM vm was scheduled to migrate") || !strings.Contains(out, "waiting for migration kubevirt-migrate-vm-") || !strings.Contains(out, "Pending") {
-		t.Errorf("migrate --wait: exit %d, want 124 naming the Pending migration; output:\n%s", code, out)
-	}
+	// migrate --wait is TestLiveMigration's.
 	forwardsAndLogs(t, f)
 
 	first := &virtv1.VirtualMachineInstance{}

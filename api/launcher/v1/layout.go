@@ -42,6 +42,15 @@ const (
 	// initrdPath files in KernelBootDir (the launcher also accepts the files under their own base names).
 	KernelBootKernel = "kernel"
 	KernelBootInitrd = "initrd"
+	// MigrationDir holds a live migration's unix sockets, relative to PrivateDir: on the target the
+	// launcher's libvirt daemon listens on MigrationLibvirtSocket, and qemu on MigrationMemorySocket
+	// and MigrationDisksSocket (the memory stream and the NBD server the disks are copied to); on
+	// the source the node agent serves the same three names, each proxied to the target's through
+	// the node agents. The paths are the same in both Pods, so one URI names each on both sides.
+	MigrationDir           = "migration"
+	MigrationLibvirtSocket = "libvirt-sock"
+	MigrationMemorySocket  = "memory.sock"
+	MigrationDisksSocket   = "disks.sock"
 	// ExitFile is written by the launcher just before it exits, relative to PrivateDir: its final Status
 	// as JSON. The guest-console-log container stops following the serial log when it appears, and the
 	// node agent can read how the guest ended after the launcher is gone.
@@ -128,6 +137,9 @@ const (
 	InstanceIDLabel = "vmi.kubevirt.io/id"
 	// VMNameLabel carries the VMI's name too, as on KubeVirt's launcher Pods (vm.kubevirt.io/name).
 	VMNameLabel = "vm.kubevirt.io/name"
+	// MigrationJobLabel marks a migration target's launcher Pod with the migration's UID (KubeVirt's
+	// kubevirt.io/migrationJobUID): the target node's agent prepares such a Pod for the guest.
+	MigrationJobLabel = "kubevirt.io/migrationJobUID"
 )
 
 // HostDiskDir is the directory an instance's hostDisk images must be in: its namespace's under

@@ -17,6 +17,15 @@ import "time"
 //	GET  /v1/portforward/{port}  with "Connection: Upgrade", "Upgrade: tcp"
 //	                    → 101, then the connection carries the bytes of one TCP connection to the
 //	                      guest's port (declared in the VMI's interface ports or not)
+//	POST /v1/migration/target  body SyncRequest → 200 Status: the launcher of a migration target
+//	                    prepares the instance's files as a sync would (503/400 alike), starts a libvirt
+//	                    daemon listening in MigrationDir and waits for the guest to arrive
+//	                    (Status.Migration, role Target); it adopts the guest once it runs here
+//	POST /v1/migrate    body MigrateRequest → 202 Status: live-migrates the running guest to the
+//	                    target reached through the sockets in MigrationDir (see there);
+//	                    Status.Migration (role Source) follows it; once it has completed the domain
+//	                    is gone and the launcher exits 0 with state Migrated
+//	POST /v1/migrate/cancel → 202 Status (aborts a running migration: the guest stays here)
 //
 // Errors: a non-2xx status with body Error. The launcher exits once the domain is gone (after it was
 // started), so the Pod completes: exit code 0 after a guest shutdown, non-zero after a crash or kill.
@@ -30,6 +39,10 @@ const (
 	PathUnpause  = "/v1/unpause"
 	PathStatus   = "/v1/status"
 	PathReboot   = "/v1/reboot"
+	// PathMigrationTarget, PathMigrate and PathMigrateCancel drive a live migration (see above).
+	PathMigrationTarget = "/v1/migration/target"
+	PathMigrate         = "/v1/migrate"
+	PathMigrateCancel   = "/v1/migrate/cancel"
 	// PathPortForward is the prefix of the port-forward path: PathPortForward + "{port}".
 	PathPortForward = "/v1/portforward/"
 	// UpgradeTCP is the Upgrade header value of a port-forward request.
@@ -50,6 +63,12 @@ type ShutdownRequest struct {
 	GracePeriodSeconds int64 `json:"gracePeriodSeconds"`
 }
 
+// MigrateRequest starts a live migration of the guest to the target launcher.
+type MigrateRequest struct {
+	// BandwidthMiBps caps the transfer (MiB/s); 0 is unlimited.
+	BandwidthMiBps uint64 `json:"bandwidthMiBps,omitempty"`
+}
+
 // DomainState is the guest's state as the launcher sees it.
 type DomainState string
 
@@ -67,6 +86,8 @@ const (
 	DomainShutoff DomainState = "Shutoff"
 	// DomainCrashed: qemu died or the guest crashed (→ VMI Failed).
 	DomainCrashed DomainState = "Crashed"
+	// DomainMigrated: the guest moved to the migration target and runs there (the VMI goes on).
+	DomainMigrated DomainState = "Migrated"
 )
 
 // Reasons in Status: why the guest is in its state. The node agent passes them on to the VMI (as the
@@ -95,6 +116,10 @@ const (
 	// ReasonFenced: the launcher stopped the guest itself because its node agent went silent for
 	// longer than AgentSilenceLimit (see there).
 	ReasonFenced = "Fenced"
+	// ReasonMigrated: the guest was live-migrated away and runs on the target.
+	ReasonMigrated = "Migrated"
+	// ReasonMigrating: the guest is on its way to this launcher (a migration target).
+	ReasonMigrating = "Migrating"
 )
 
 // AgentSilenceLimit is how long a launcher whose guest runs waits without a status, sync or shutdown
@@ -118,6 +143,43 @@ type Status struct {
 	Interfaces []Interface `json:"interfaces,omitempty"`
 	// QemuPID is qemu's process ID inside the Pod's PID namespace.
 	QemuPID int `json:"qemuPid,omitempty"`
+	// Migration is the guest's live migration from or to this launcher, if any.
+	Migration *MigrationStatus `json:"migration,omitempty"`
+}
+
+// MigrationRole is the launcher's side of a migration.
+type MigrationRole string
+
+// Migration roles.
+const (
+	MigrationSource MigrationRole = "Source"
+	MigrationTarget MigrationRole = "Target"
+)
+
+// MigrationPhase is how far a migration has come, as one launcher sees it.
+type MigrationPhase string
+
+// Migration phases.
+const (
+	// MigrationRunning: the target waits for the guest / the source sends it.
+	MigrationRunning MigrationPhase = "Running"
+	// MigrationCompleted: the guest runs on the target.
+	MigrationCompleted MigrationPhase = "Completed"
+	// MigrationFailed: the migration failed or was cancelled; the guest runs on the source.
+	MigrationFailed MigrationPhase = "Failed"
+)
+
+// MigrationStatus is one launcher's view of a live migration.
+type MigrationStatus struct {
+	Role  MigrationRole  `json:"role"`
+	Phase MigrationPhase `json:"phase"`
+	// Message says why it failed.
+	Message   string     `json:"message,omitempty"`
+	StartTime time.Time  `json:"startTime"`
+	EndTime   *time.Time `json:"endTime,omitempty"`
+	// Bytes and DowntimeMillis are libvirt's figures of the completed migration (the target's).
+	Bytes          uint64 `json:"bytes,omitempty"`
+	DowntimeMillis uint64 `json:"downtimeMillis,omitempty"`
 }
 
 // Interface is one guest NIC.

@@ -39,7 +39,9 @@ elfs=(/usr/bin/qemu-system-x86_64 /usr/bin/qemu-img
 	/usr/lib/$multiarch/qemu/hw-display-virtio-{gpu,gpu-pci,vga}.so
 	# devices.tpm: swtpm emulates the TPM (libvirt wants swtpm_ioctl too); swtpm_setup manufactures its state, swtpm_localca (with
 	# swtpm_cert and gnutls' certtool) signs its certificates. The launcher writes their configuration.
-	/usr/bin/{swtpm,swtpm_setup,swtpm_ioctl,swtpm_localca,swtpm_cert,certtool})
+	/usr/bin/{swtpm,swtpm_setup,swtpm_ioctl,swtpm_localca,swtpm_cert,certtool}
+	# A live migration's target runs libvirt's daemon (the source's libvirt reaches it over a unix socket).
+	/usr/sbin/libvirtd)
 install -m 0755 "$launcher" "$out/usr/bin/virt-launcher"
 install -m 0755 "$containerdisk" "$out/usr/bin/container-disk"
 for f in "${elfs[@]}"; do put "$f"; done

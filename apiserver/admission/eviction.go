@@ -1,0 +1,82 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// PathEvictLauncher intercepts the evictions of Pods (kubectl drain, the cluster autoscaler).
+const PathEvictLauncher = "/launcher-eviction-interceptor"
+
+// evictionInterceptor lets every eviction through except that of the launcher Pod of a running
+// instance that is to live-migrate away instead (evictionStrategy LiveMigrate, or
+// LiveMigrateIfPossible when it is live-migratable): that instance is marked for evacuation
+// (status.evacuationNodeName, which the migration controller turns into a migration) and the
+// eviction is refused with 429 Too Many Requests, which kubectl drain retries. Once the guest has
+// moved, the source Pod has completed and its eviction goes through.
+type evictionInterceptor struct {
+	client client.Client
+}
+
+func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.SubResource != "eviction" {
+		return admission.Allowed("")
+	}
+	pod := &corev1.Pod{}
+	if err := h.client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
+		return admission.Allowed("") // the eviction API answers for a Pod that is not there
+	}
+	owner := metav1.GetControllerOf(pod)
+	if pod.Labels[launcherv1.AppLabel] != launcherv1.AppLabelValue || owner == nil || owner.Kind != "VirtualMachineInstance" {
+		return admission.Allowed("")
+	}
+	vmi := &virtv1.VirtualMachineInstance{}
+	err := h.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: owner.Name}, vmi)
+	if apierrors.IsNotFound(err) {
+		return admission.Allowed("")
+	}
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("get instance %s: %w", owner.Name, err))
+	}
+	if !migratesOnEviction(vmi) || vmi.UID != owner.UID || vmi.Status.Phase != virtv1.Running || vmi.Status.LauncherPod != pod.Name {
+		return admission.Allowed("")
+	}
+	if vmi.Status.EvacuationNodeName != pod.Spec.NodeName && (req.DryRun == nil || !*req.DryRun) {
+		patch := client.MergeFrom(vmi.DeepCopy())
+		vmi.Status.EvacuationNodeName = pod.Spec.NodeName
+		if err := h.client.Status().Patch(ctx, vmi, patch); err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("mark instance %s for evacuation: %w", vmi.Name, err))
+		}
+	}
+	resp := admission.Denied(fmt.Sprintf("Eviction triggered evacuation of VMI %s/%s: it live-migrates off node %s, then its launcher Pod completes", vmi.Namespace, vmi.Name, pod.Spec.NodeName))
+	resp.Result.Code = http.StatusTooManyRequests
+	return resp
+}
+
+// migratesOnEviction reports whether the instance live-migrates rather than stops when its launcher
+// Pod is evicted.
+func migratesOnEviction(vmi *virtv1.VirtualMachineInstance) bool {
+	if vmi.Spec.EvictionStrategy == nil {
+		return false
+	}
+	switch *vmi.Spec.EvictionStrategy {
+	case virtv1.EvictionStrategyLiveMigrate:
+		return true
+	case virtv1.EvictionStrategyLiveMigrateIfPossible:
+		c := meta.FindStatusCondition(vmi.Status.Conditions, virtv1.VirtualMachineInstanceLiveMigratable)
+		return c != nil && c.Status == metav1.ConditionTrue
+	}
+	return false
+}

@@ -1,0 +1,73 @@
+package admission
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/scheme"
+)
+
+func TestEvictionInterceptor(t *testing.T) {
+	instance := func(name string, strategy virtv1.EvictionStrategy, migratable metav1.ConditionStatus) *virtv1.VirtualMachineInstance {
+		v := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+			Spec:   virtv1.VirtualMachineInstanceSpec{EvictionStrategy: ptr.To(strategy)},
+			Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "node-a", LauncherPod: "virt-launcher-" + name}}
+		v.Status.Conditions = []metav1.Condition{{Type: virtv1.VirtualMachineInstanceLiveMigratable, Status: migratable, Reason: "R"}}
+		return v
+	}
+	pod := func(name, owner string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{launcherv1.AppLabel: launcherv1.AppLabelValue},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: owner, UID: types.UID("uid-" + owner), Controller: ptr.To(true)}}},
+			Spec: corev1.PodSpec{NodeName: "node-a"}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&virtv1.VirtualMachineInstance{}).WithObjects(
+		instance("mig", virtv1.EvictionStrategyLiveMigrate, metav1.ConditionTrue),
+		instance("dry", virtv1.EvictionStrategyLiveMigrate, metav1.ConditionTrue),
+		instance("stop", virtv1.EvictionStrategyNone, metav1.ConditionTrue),
+		instance("maybe", virtv1.EvictionStrategyLiveMigrateIfPossible, metav1.ConditionFalse),
+		pod("virt-launcher-mig", "mig"), pod("virt-launcher-mig-old", "mig"), pod("virt-launcher-dry", "dry"),
+		pod("virt-launcher-stop", "stop"), pod("virt-launcher-maybe", "maybe"),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}},
+	).Build()
+	h := evictionInterceptor{client: c}
+	for _, tc := range []struct {
+		pod    string
+		dryRun bool
+		denied bool
+	}{
+		{pod: "web"},
+		{pod: "virt-launcher-stop"},
+		{pod: "virt-launcher-maybe"},   // not live-migratable: it stops instead
+		{pod: "virt-launcher-mig-old"}, // not the instance's launcher Pod (a completed source)
+		{pod: "gone"},
+		{pod: "virt-launcher-dry", dryRun: true, denied: true},
+		{pod: "virt-launcher-mig", denied: true},
+	} {
+		t.Run(tc.pod, func(t *testing.T) {
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: "ns", Name: tc.pod, SubResource: "eviction", DryRun: ptr.To(tc.dryRun)}}
+			resp := h.Handle(t.Context(), req)
+			assert.Equal(t, !tc.denied, resp.Allowed, "%+v", resp.Result)
+			if tc.denied {
+				assert.EqualValues(t, 429, resp.Result.Code)
+				assert.Contains(t, resp.Result.Message, "Eviction triggered evacuation of VMI ns/")
+			}
+		})
+	}
+	for name, want := range map[string]string{"mig": "node-a", "dry": "", "stop": ""} {
+		v := &virtv1.VirtualMachineInstance{}
+		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, v))
+		assert.Equal(t, want, v.Status.EvacuationNodeName, name)
+	}
+}

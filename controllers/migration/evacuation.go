@@ -1,0 +1,89 @@
+package migration
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+)
+
+// EvacuationRetry is how long after a failed migration an instance still marked for evacuation is
+// migrated again.
+const EvacuationRetry = time.Minute
+
+// ReasonEvacuating is the Event of a migration created for an evacuation.
+const ReasonEvacuating = "EvacuationMigrationCreated"
+
+// EvacuationReconciler migrates the instances marked for evacuation (status.evacuationNodeName:
+// virt-api's eviction webhook sets it when it refuses the eviction of their launcher Pod, e.g.
+// during kubectl drain) off that node, one migration at a time. The source's node agent clears the
+// mark when the instance has moved.
+type EvacuationReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Clock tells the time; the real clock when nil.
+	Clock clock.PassiveClock
+}
+
+// SetupWithManager registers the reconciler for marked instances.
+func (r *EvacuationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	marked := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		v, ok := o.(*virtv1.VirtualMachineInstance)
+		return ok && v.Status.EvacuationNodeName != ""
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("evacuation").
+		For(&virtv1.VirtualMachineInstance{}, builder.WithPredicates(marked)).
+		Complete(r)
+}
+
+// Reconcile creates a migration for a marked instance that none is moving yet.
+func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	inst := &virtv1.VirtualMachineInstance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	node := inst.Status.EvacuationNodeName
+	if node == "" || inst.Status.NodeName != node || inst.Status.Phase != virtv1.Running || inst.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	if ms := inst.Status.MigrationState; ms != nil {
+		switch {
+		case !ms.Completed && !ms.Failed:
+			return ctrl.Result{}, nil // one is running
+		case ms.Failed && ms.EndTimestamp != nil && r.Clock.Since(ms.EndTimestamp.Time) < EvacuationRetry:
+			return ctrl.Result{RequeueAfter: EvacuationRetry - r.Clock.Since(ms.EndTimestamp.Time)}, nil
+		}
+	}
+	list := &virtv1.VirtualMachineInstanceMigrationList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(inst.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list migrations: %w", err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.VMIName == inst.Name && !finished(list.Items[i].Status.Phase) {
+			return ctrl.Result{}, nil
+		}
+	}
+	m := &virtv1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, GenerateName: "kubevirt-evacuation-"},
+		Spec:       virtv1.VirtualMachineInstanceMigrationSpec{VMIName: inst.Name},
+	}
+	if err := r.Client.Create(ctx, m); err != nil {
+		return ctrl.Result{}, fmt.Errorf("create evacuation migration: %w", err)
+	}
+	r.Recorder.Eventf(inst, m, corev1.EventTypeNormal, ReasonEvacuating, "Migrate", "Migrating the instance off node %s (%s)", node, m.Name)
+	return ctrl.Result{}, nil
+}

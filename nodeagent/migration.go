@@ -1,0 +1,362 @@
+package nodeagent
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/splice"
+	"github.com/podvirt/podvirt/internal/statuspatch"
+	"github.com/podvirt/podvirt/nodeagent/accel"
+	"github.com/podvirt/podvirt/nodeagent/launcherclient"
+	"github.com/podvirt/podvirt/nodeagent/migrationproxy"
+)
+
+// Live migration, the node agents' part (controllers/migration creates the target Pod):
+//
+//   - the target node's agent (MigrationTargetReconciler) has the target Pod's launcher prepare for
+//     the guest, then records in status.migrationState where it is reachable (targetNodeAddress);
+//   - the source node's agent (Reconciler.sendGuest) then serves the migration sockets in the
+//     source Pod (migrationproxy), each connection carried to the target's agent over mutual TLS
+//     (PathMigrationStream), which joins it to the same socket in the target Pod; it asks the
+//     source launcher to migrate and records startTimestamp;
+//   - once the guest runs on the target, the source's agent hands the instance over: completed,
+//     status.nodeName and launcherPod switched to the target, whose agent follows it from then on.
+//     A failure is recorded as failed, with the reason; the guest runs on at the source.
+
+// Event reasons of a migration, on the instance.
+const (
+	EventMigrationStarted = "MigrationStarted"
+	EventMigrated         = "Migrated"
+	EventMigrationFailed  = "MigrationFailed"
+)
+
+// PathMigrationStream carries one connection to a migration socket ({socket}, one of
+// migrationproxy.Names) of the target launcher Pod {pod} on this node: GET with "Upgrade: tcp",
+// answered 101, then raw bytes. Only the holders of the node agents' certificate get here.
+const PathMigrationStream = "/v1/namespaces/{namespace}/migrationtargets/{pod}/{socket}"
+
+// migrationStreamPath is PathMigrationStream filled in.
+func migrationStreamPath(namespace, pod, socket string) string {
+	return "/v1/namespaces/" + namespace + "/migrationtargets/" + pod + "/" + socket
+}
+
+// ServerName is the name in the node agents' certificate (they are reached by node IP): virt-api
+// and the agents themselves verify it.
+func ServerName(namespace string) string { return "virt-handler." + namespace + ".svc" }
+
+// sending reports whether the instance is migrating away from node and not finished yet.
+func sending(vmi *virtv1.VirtualMachineInstance, node string) bool {
+	ms := vmi.Status.MigrationState
+	return ms != nil && ms.SourceNode == node && vmi.Status.NodeName == node && !ms.Completed && !ms.Failed
+}
+
+// sendGuest advances the instance's migration away from this node: it starts the transfer once
+// the target is ready, and records its end (the hand-over, or the failure).
+func (r *Reconciler) sendGuest(ctx context.Context, s *scope, st launcherv1.Status) error {
+	ms := s.vmi.Status.MigrationState
+	m := st.Migration
+	ours := m != nil && m.Role == launcherv1.MigrationSource && ms.StartTimestamp != nil &&
+		!m.StartTime.Before(ms.StartTimestamp.Time.Truncate(time.Second))
+	switch {
+	case ours && m.Phase == launcherv1.MigrationCompleted:
+		r.handOver(s, m)
+	case ours && m.Phase == launcherv1.MigrationFailed:
+		if ms.AbortRequested {
+			ms.AbortStatus = virtv1.MigrationAbortSucceeded
+			r.migrationFailed(s, "the migration was aborted")
+			return nil
+		}
+		r.migrationFailed(s, "the migration failed: "+m.Message)
+	case ours && ms.AbortRequested:
+		if err := s.launcher.CancelMigration(ctx); err != nil {
+			return fmt.Errorf("abort the migration: %w", err)
+		}
+	case ms.StartTimestamp == nil && ms.TargetNodeAddress != "":
+		return r.startSending(ctx, s)
+	}
+	return nil
+}
+
+// startSending serves the source Pod's migration sockets and asks its launcher to migrate.
+func (r *Reconciler) startSending(ctx context.Context, s *scope) error {
+	ms := s.vmi.Status.MigrationState
+	if r.Migrations == nil {
+		r.migrationFailed(s, "this node agent does not send migrations")
+		return nil
+	}
+	dial := r.Migrations.dialer(ms.TargetNodeAddress, s.vmi.Namespace, ms.TargetPod)
+	if err := r.Migrations.start(ms.MigrationUID, s.launcher.MigrationDir(), dial); err != nil {
+		return fmt.Errorf("serve the migration sockets: %w", err)
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	if _, err := s.launcher.Migrate(ctx, launcherv1.MigrateRequest{}); err != nil {
+		r.migrationFailed(s, fmt.Sprintf("the source launcher did not start the migration: %v", err))
+		return nil
+	}
+	ms.StartTimestamp = &now
+	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, EventMigrationStarted, "Migrate",
+		"Migrating the guest from %s to %s (pod %s)", ms.SourceNode, ms.TargetNode, ms.TargetPod)
+	return nil
+}
+
+// handOver records the completed migration: the instance now runs in the target Pod, whose node's
+// agent follows it from the next pass on.
+func (r *Reconciler) handOver(s *scope, m *launcherv1.MigrationStatus) {
+	ms := s.vmi.Status.MigrationState
+	now := metav1.NewTime(r.Clock.Now())
+	ms.Completed, ms.EndTimestamp = true, &now
+	s.vmi.Status.NodeName, s.vmi.Status.LauncherPod = ms.TargetNode, ms.TargetPod
+	if s.vmi.Status.EvacuationNodeName == ms.SourceNode {
+		s.vmi.Status.EvacuationNodeName = "" // evacuated
+	}
+	s.handedOver = true
+	r.Migrations.stop(ms.MigrationUID)
+	took := ""
+	if m != nil && m.EndTime != nil {
+		took = " in " + m.EndTime.Sub(m.StartTime).Round(time.Millisecond).String()
+	}
+	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, EventMigrated, "Migrate",
+		"The guest moved from %s to %s%s", ms.SourceNode, ms.TargetNode, took)
+}
+
+// migrationFailed records the failure; the guest runs on here.
+func (r *Reconciler) migrationFailed(s *scope, why string) {
+	ms := s.vmi.Status.MigrationState
+	now := metav1.NewTime(r.Clock.Now())
+	ms.Failed, ms.FailureReason, ms.EndTimestamp = true, why, &now
+	r.Migrations.stop(ms.MigrationUID)
+	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeWarning, EventMigrationFailed, "Migrate", "%s; the guest runs on %s", why, ms.SourceNode)
+}
+
+// Migrations serves the migration sockets of the source Pods on this node, one proxy per running
+// migration, each connection carried to the target node's agent over mutual TLS.
+type Migrations struct {
+	// PeerTLS is the client side of the agents' mutual TLS (SecretTLS.PeerConfig); plain TCP when nil.
+	PeerTLS func() (*tls.Config, error)
+	Log     *slog.Logger
+
+	mu      sync.Mutex
+	proxies map[string]*migrationproxy.Proxy
+}
+
+// NeedLeaderElection is false: every node agent serves its own node.
+func (g *Migrations) NeedLeaderElection() bool { return false }
+
+// Start stops every proxy when ctx ends.
+func (g *Migrations) Start(ctx context.Context) error {
+	<-ctx.Done()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for uid, p := range g.proxies {
+		p.Close()
+		delete(g.proxies, uid)
+	}
+	return nil
+}
+
+func (g *Migrations) start(uid, dir string, dial migrationproxy.Dialer) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.proxies[uid] != nil {
+		return nil
+	}
+	p, err := migrationproxy.Start(dir, dial, g.Log)
+	if err != nil {
+		return err
+	}
+	if g.proxies == nil {
+		g.proxies = map[string]*migrationproxy.Proxy{}
+	}
+	g.proxies[uid] = p
+	return nil
+}
+
+func (g *Migrations) stop(uid string) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p := g.proxies[uid]; p != nil {
+		p.Close()
+		delete(g.proxies, uid)
+	}
+}
+
+// dialer connects to socket name of the target Pod through the agent at addr.
+func (g *Migrations) dialer(addr, namespace, pod string) migrationproxy.Dialer {
+	return func(ctx context.Context, name string) (net.Conn, error) {
+		var d interface {
+			DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+		} = &net.Dialer{}
+		if g.PeerTLS != nil {
+			cfg, err := g.PeerTLS()
+			if err != nil {
+				return nil, err
+			}
+			d = &tls.Dialer{Config: cfg}
+		}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("connect to the target's node agent at %s: %w", addr, err)
+		}
+		up, err := launcherclient.Upgrade(ctx, conn, addr, migrationStreamPath(namespace, pod, name))
+		if err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		return up, nil
+	}
+}
+
+// migrationStream serves PathMigrationStream.
+func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Request) {
+	ns, podName, socket := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("socket")
+	if !slices.Contains(migrationproxy.Names, socket) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("socket %q: not a migration socket", socket))
+		return
+	}
+	pod := &corev1.Pod{}
+	err := s.Reader.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: podName}, pod)
+	if apierrors.IsNotFound(err) || err == nil && (pod.Spec.NodeName != s.NodeName || pod.Labels[launcherv1.MigrationJobLabel] == "") {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no migration target pod %s/%s on node %s", ns, podName, s.NodeName))
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	target, err := s.Dial(pod).MigrationSocket(r.Context(), socket)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("connect to %s of pod %s: %v", socket, podName, err))
+		return
+	}
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		_ = target.Close()
+		writeError(w, http.StatusInternalServerError, "hijack: "+err.Error())
+		return
+	}
+	_, err = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + launcherv1.UpgradeTCP + "\r\n\r\n")
+	if err == nil {
+		err = buf.Flush()
+	}
+	if err != nil {
+		_ = target.Close()
+		_ = conn.Close()
+		return
+	}
+	splice.Conns(conn, buf.Reader, target)
+}
+
+// MigrationTargetReconciler prepares the migration target Pods on this node (launcherv1.
+// MigrationJobLabel) to receive their guests, and says in status.migrationState when they are.
+type MigrationTargetReconciler struct {
+	// Client reads this node's launcher Pods from the cache and writes.
+	Client client.Client
+	// APIReader reads the instance, which the cache holds only once it runs on this node.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	NodeName  string
+	// Address is where the source's agent reaches this one (host:port of the subresource server).
+	Address      string
+	Dial         LauncherDialer
+	Accel        accel.Decision
+	PollInterval time.Duration
+	Clock        clock.PassiveClock
+}
+
+// SetupWithManager registers the reconciler for this node's migration target Pods.
+func (r *MigrationTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	isTarget := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[launcherv1.MigrationJobLabel] != "" })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodeagent-migrationtarget").
+		For(&corev1.Pod{}, builder.WithPredicates(isTarget)).
+		Complete(r)
+}
+
+// Reconcile prepares one target Pod's launcher and reports the target ready, then polls it (so
+// that it does not fence the guest once arrived) until the source's agent hands the instance over.
+func (r *MigrationTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	owner := metav1.GetControllerOf(pod)
+	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil || owner == nil {
+		return ctrl.Result{}, nil
+	}
+	vmi := &virtv1.VirtualMachineInstance{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, vmi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ms := vmi.Status.MigrationState
+	if vmi.UID != owner.UID || ms == nil || ms.MigrationUID != pod.Labels[launcherv1.MigrationJobLabel] || ms.TargetPod != pod.Name ||
+		ms.Completed || ms.Failed {
+		return ctrl.Result{}, nil // handed over (the instance's own pass follows it now) or given up
+	}
+	orig := vmi.DeepCopy()
+	launcher := r.Dial(pod)
+	st, err := launcher.Status(ctx)
+	if errors.Is(err, launcherclient.ErrUnreachable) {
+		return ctrl.Result{RequeueAfter: disksRetry}, nil // the launcher is starting
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("target launcher status: %w", err)
+	}
+	if st.Migration == nil {
+		if st, err = r.prepare(ctx, vmi, pod, launcher); err != nil {
+			if disksPending(err) {
+				return ctrl.Result{RequeueAfter: disksRetry}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	ms.TargetNodeAddress = r.Address
+	if st.State == launcherv1.DomainRunning && !ms.TargetNodeDomainDetected {
+		now := metav1.NewTime(r.Clock.Now())
+		ms.TargetNodeDomainDetected, ms.TargetNodeDomainReadyTimestamp = true, &now
+	}
+	_, err = statuspatch.Write(ctx, r.Client, orig, vmi, "instance")
+	return statuspatch.Result(ctrl.Result{RequeueAfter: r.PollInterval}, nil, err)
+}
+
+// prepare hands the instance to the target launcher, which prepares its files and waits for the guest.
+func (r *MigrationTargetReconciler) prepare(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, l Launcher) (launcherv1.Status, error) {
+	payload := vmi.DeepCopy()
+	payload.APIVersion, payload.Kind = virtv1.SchemeGroupVersion.String(), "VirtualMachineInstance"
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return launcherv1.Status{}, fmt.Errorf("encode instance: %w", err)
+	}
+	st, err := l.PrepareTarget(ctx, launcherv1.SyncRequest{VMI: raw, Emulation: decideFor(r.Accel, pod).Emulate})
+	if err != nil && !disksPending(err) {
+		r.Recorder.Eventf(vmi, pod, corev1.EventTypeWarning, EventSyncFailed, "Migrate", "The migration target did not get ready: %v", err)
+		return st, fmt.Errorf("prepare the migration target: %w", err)
+	}
+	return st, err
+}

@@ -1,0 +1,116 @@
+// Package migrationproxy carries a live migration's streams out of the source launcher's Pod: it
+// listens on the migration socket names (launcherv1.MigrationLibvirtSocket, MigrationMemorySocket,
+// MigrationDisksSocket) in the source Pod's launcherv1.MigrationDir and joins each connection
+// accepted there to one its Dialer makes for the same name: in the node agent, a stream over
+// mutual TLS to the target node's agent, which connects it to the same name in the target Pod.
+// The source launcher and its qemu see only unix sockets in their own Pod.
+package migrationproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/internal/splice"
+	"github.com/podvirt/podvirt/nodeagent/launcherclient"
+)
+
+// Names are the socket names a migration uses, in MigrationDir on both sides.
+var Names = []string{launcherv1.MigrationLibvirtSocket, launcherv1.MigrationMemorySocket, launcherv1.MigrationDisksSocket}
+
+// Dialer connects to the migration target's socket name.
+type Dialer func(ctx context.Context, name string) (net.Conn, error)
+
+// Proxy is a running set of listeners in one source Pod's MigrationDir.
+type Proxy struct {
+	dir    string
+	lns    []net.Listener
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	log    *slog.Logger
+}
+
+// Start listens on every name in dir (created when missing; the sockets owned by
+// launcherv1.LauncherUID, mode 0600) and proxies each connection through dial until Close.
+func Start(dir string, dial Dialer, log *slog.Logger) (*Proxy, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{dir: dir, ctx: ctx, cancel: cancel, log: log}
+	for _, name := range Names {
+		ln, err := listen(dir, name)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.lns = append(p.lns, ln)
+		p.wg.Add(1)
+		go p.accept(ln, name, dial)
+	}
+	return p, nil
+}
+
+// Close stops listening, closes every proxied connection, waits for them and removes the sockets.
+func (p *Proxy) Close() {
+	p.cancel()
+	for _, ln := range p.lns {
+		_ = ln.Close()
+	}
+	p.wg.Wait()
+	for _, name := range Names {
+		_ = os.Remove(filepath.Join(p.dir, name))
+	}
+}
+
+func (p *Proxy) accept(ln net.Listener, name string, dial Dialer) {
+	defer p.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				p.log.Error("Migration proxy: accept", "socket", name, "err", err)
+			}
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.join(c, name, dial)
+		}()
+	}
+}
+
+// join dials the target for name and copies both ways until either side is done.
+func (p *Proxy) join(c net.Conn, name string, dial Dialer) {
+	t, err := dial(p.ctx, name)
+	if err != nil {
+		p.log.Error("Migration proxy: cannot reach the target", "socket", name, "err", err)
+		_ = c.Close()
+		return
+	}
+	stop := context.AfterFunc(p.ctx, func() { _ = c.Close(); _ = t.Close() })
+	defer stop()
+	splice.Conns(c, nil, t)
+}
+
+// listen creates the socket name in dir and hands it to the launcher's user.
+func listen(dir, name string) (net.Listener, error) {
+	ln, err := launcherclient.ListenSocket(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, name)
+	if err := os.Chown(path, launcherv1.LauncherUID, launcherv1.LauncherUID); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("hand %s to the launcher's user: %w", path, err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,149 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/tests/framework"
+)
+
+// Live migration of a running demo guest with `virtctl migrate --wait`, as a user does it: the
+// guest's clock keeps counting across the move (no reboot), a `virtctl console` opened before in a
+// real terminal reconnects by itself and runs a command on the moved guest, the instance shows the
+// other node and its migration state, and the source Pod has completed with its guest gone.
+func TestLiveMigration(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	far, host := otherNode(t, f), hostNode(t, f)
+	vm := demoVM(f.Namespace, "mover", virtv1.RunStrategyAlways, 30, "")
+	vm.Spec.Template.Spec.Affinity = preferNode(far)
+	f.Create(vm)
+	before := waitRunning(t, f, "mover", "")
+	if before.Status.NodeName != far {
+		t.Fatalf("instance on %q, want %q (preferred)", before.Status.NodeName, far)
+	}
+	if c := meta.FindStatusCondition(before.Status.Conditions, virtv1.VirtualMachineInstanceLiveMigratable); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("LiveMigratable condition %+v, want True", c)
+	}
+	upBefore := waitUptime(t, f, before)
+
+	term := newTerminal(t, f, fmt.Sprintf("%s --kubeconfig %s -n %s console mover; sleep 600", os.Getenv("PODVIRT_VIRTCTL"), framework.Kubeconfig(), f.Namespace))
+	term.waitFor("the console connected", "The escape sequence is ^]", time.Minute)
+	term.waitFor("the guest's prompt", "podvirt-demo#", time.Minute, "Enter")
+
+	t0 := time.Now()
+	out, code := virtctl(t, f, "", "migrate", "mover", "--wait", "--timeout", "3m")
+	took := time.Since(t0)
+	if code != 0 || !strings.Contains(out, "VM mover was scheduled to migrate") || !strings.Contains(out, "Succeeded") {
+		t.Fatalf("virtctl migrate --wait: exit %d, want 0 following the migration to Succeeded; output:\n%s", code, out)
+	}
+	after := getVMI(t, f, "mover")
+	ms := after.Status.MigrationState
+	switch {
+	case after.UID != before.UID:
+		t.Fatalf("a new instance %s replaced %s: the VM restarted instead of moving", after.UID, before.UID)
+	case after.Status.NodeName != host || ms == nil || !ms.Completed || ms.Failed || ms.SourceNode != far || ms.TargetNode != host:
+		t.Fatalf("after the migration: node %q, migration state %+v; want node %q, completed from %q", after.Status.NodeName, ms, host, far)
+	case after.Status.LauncherPod != ms.TargetPod || ms.SourcePod != before.Status.LauncherPod:
+		t.Fatalf("launcher pod %q, migration state %+v: want the target pod, moved from %q", after.Status.LauncherPod, ms, before.Status.LauncherPod)
+	}
+	f.Eventually("the instance reports its new address", time.Minute, func(ctx context.Context) (bool, error) {
+		after = getVMI(t, f, "mover")
+		return after.Status.Phase == virtv1.Running && len(after.Status.Interfaces) > 0 && after.Status.Interfaces[0].IP != before.Status.Interfaces[0].IP,
+			fmt.Errorf("phase %s, interfaces %+v", after.Status.Phase, after.Status.Interfaces)
+	})
+	upAfter := waitUptime(t, f, after)
+	if upAfter < upBefore {
+		t.Fatalf("guest uptime %.1f s after the move, %.1f s before: the guest rebooted", upAfter, upBefore)
+	}
+	t.Logf("virtctl migrate --wait: %s; guest uptime %.1f s → %.1f s", took.Round(time.Millisecond), upBefore, upAfter)
+
+	src := &corev1.Pod{}
+	f.Eventually("the source pod completed", time.Minute, func(ctx context.Context) (bool, error) {
+		err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: ms.SourcePod}, src)
+		return err == nil && src.Status.Phase == corev1.PodSucceeded, fmt.Errorf("source pod: %v, phase %s", err, src.Status.Phase)
+	})
+	qemus := 0
+	for _, p := range processesWith([]byte("guest=" + f.Namespace + "_mover")) {
+		if bytes.Contains(p, []byte("qemu-system")) {
+			qemus++
+		}
+	}
+	if qemus != 1 {
+		t.Fatalf("%d qemu processes of the guest on the machine after the move, want 1", qemus)
+	}
+
+	term.waitFor("the console reconnected", "reconnecting", time.Minute)
+	term.waitFor("the moved guest's prompt", "podvirt-demo#", time.Minute, "Enter")
+	term.keys("echo moved-$((6*7))", "Enter")
+	term.waitFor("a command on the moved guest", "moved-42", time.Minute)
+
+	migrations := &virtv1.VirtualMachineInstanceMigrationList{}
+	if err := f.Client.List(f.Context(), migrations, client.InNamespace(f.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(migrations.Items) != 1 || migrations.Items[0].Status.Phase != virtv1.MigrationSucceeded {
+		t.Fatalf("migrations %+v, want one Succeeded", migrations.Items)
+	}
+	t.Logf("virtctl migrate --wait printed:\n%s", strings.TrimSpace(out))
+}
+
+func getVMI(t *testing.T, f *framework.Framework, name string) *virtv1.VirtualMachineInstance {
+	t.Helper()
+	vmi := &virtv1.VirtualMachineInstance{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: name}, vmi); err != nil {
+		t.Fatalf("get instance %s: %v", name, err)
+	}
+	return vmi
+}
+
+// kubectl drain of the node of a VM whose evictionStrategy is LiveMigrate: the launcher Pod's
+// eviction is refused (drain retries) while the instance live-migrates to the other node, then the
+// completed source Pod is evicted and the drain ends; the same instance runs on, its clock never
+// reset.
+func TestDrainMigratesTheVM(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	far, host := otherNode(t, f), hostNode(t, f)
+	vm := demoVM(f.Namespace, "evacuee", virtv1.RunStrategyAlways, 30, "")
+	spec := &vm.Spec.Template.Spec
+	spec.EvictionStrategy = ptr.To(virtv1.EvictionStrategyLiveMigrate)
+	spec.Affinity = preferNode(far)
+	f.Create(vm)
+	before := waitRunning(t, f, "evacuee", "")
+	if before.Status.NodeName != far {
+		t.Fatalf("instance on %q, want %q (preferred)", before.Status.NodeName, far)
+	}
+	upBefore := waitUptime(t, f, before)
+
+	t.Cleanup(func() { runKubectl(t, "uncordon", far) })
+	t0 := time.Now()
+	runKubectl(t, "drain", far, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m")
+	t.Logf("kubectl drain with a LiveMigrate VM: %s", time.Since(t0).Round(time.Millisecond))
+	after := getVMI(t, f, "evacuee")
+	if after.UID != before.UID || after.Status.NodeName != host || after.Status.EvacuationNodeName != "" {
+		t.Fatalf("after the drain: instance %s on %q (evacuation mark %q); want %s on %q, unmarked",
+			after.UID, after.Status.NodeName, after.Status.EvacuationNodeName, before.UID, host)
+	}
+	f.Eventually("the instance reports its new address", time.Minute, func(ctx context.Context) (bool, error) {
+		after = getVMI(t, f, "evacuee")
+		return len(after.Status.Interfaces) > 0 && after.Status.Interfaces[0].IP != before.Status.Interfaces[0].IP, fmt.Errorf("interfaces %+v", after.Status.Interfaces)
+	})
+	if up := waitUptime(t, f, after); up < upBefore {
+		t.Fatalf("guest uptime %.1f s after the drain, %.1f s before: the guest rebooted", up, upBefore)
+	}
+}
