@@ -132,12 +132,12 @@ func (r *Reconciler) handOver(s *scope, m *launcherv1.MigrationStatus) {
 	}
 	s.handedOver = true
 	r.Migrations.stop(ms.MigrationUID)
-	took := ""
+	figures := ""
 	if m != nil && m.EndTime != nil {
-		took = " in " + m.EndTime.Sub(m.StartTime).Round(time.Millisecond).String()
+		figures = fmt.Sprintf(" in %s (%.1f MB sent, %d ms downtime)", m.EndTime.Sub(m.StartTime).Round(time.Millisecond), float64(m.Bytes)/1e6, m.DowntimeMillis)
 	}
 	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, EventMigrated, "Migrate",
-		"The guest moved from %s to %s%s", ms.SourceNode, ms.TargetNode, took)
+		"The guest moved from %s to %s%s", ms.SourceNode, ms.TargetNode, figures)
 }
 
 // migrationFailed records the failure; the guest runs on here.
@@ -252,22 +252,9 @@ func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Reque
 		writeError(w, http.StatusBadGateway, fmt.Sprintf("connect to %s of pod %s: %v", socket, podName, err))
 		return
 	}
-	conn, buf, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		_ = target.Close()
-		writeError(w, http.StatusInternalServerError, "hijack: "+err.Error())
-		return
+	if err := splice.Upgrade(w, launcherv1.UpgradeTCP, target); err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
 	}
-	_, err = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + launcherv1.UpgradeTCP + "\r\n\r\n")
-	if err == nil {
-		err = buf.Flush()
-	}
-	if err != nil {
-		_ = target.Close()
-		_ = conn.Close()
-		return
-	}
-	splice.Conns(conn, buf.Reader, target)
 }
 
 // MigrationTargetReconciler prepares the migration target Pods on this node (launcherv1.

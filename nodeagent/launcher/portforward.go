@@ -98,21 +98,8 @@ func portForward(g *guest) http.HandlerFunc {
 			writeJSON(w, http.StatusBadGateway, launcherv1.Error{Message: fmt.Sprintf("connect to guest port %d: %v", port, err)})
 			return
 		}
-		conn, buf, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			_ = guestConn.Close()
-			writeJSON(w, http.StatusInternalServerError, launcherv1.Error{Message: "hijack: " + err.Error()})
-			return
+		if err := splice.Upgrade(w, launcherv1.UpgradeTCP, guestConn); err != nil {
+			writeJSON(w, http.StatusInternalServerError, launcherv1.Error{Message: err.Error()})
 		}
-		_, err = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + launcherv1.UpgradeTCP + "\r\n\r\n")
-		if err == nil {
-			err = buf.Flush()
-		}
-		if err != nil {
-			_ = guestConn.Close()
-			_ = conn.Close()
-			return
-		}
-		splice.Conns(conn, buf.Reader, guestConn)
 	}
 }

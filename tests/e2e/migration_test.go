@@ -6,8 +6,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -45,6 +49,7 @@ func TestLiveMigration(t *testing.T) {
 	term.waitFor("the console connected", "The escape sequence is ^]", time.Minute)
 	term.waitFor("the guest's prompt", "podvirt-demo#", time.Minute, "Enter")
 
+	probe := probeOutage(t, f, "mover", before.Status.Interfaces[0].IP)
 	t0 := time.Now()
 	out, code := virtctl(t, f, "", "migrate", "mover", "--wait", "--timeout", "3m")
 	took := time.Since(t0)
@@ -67,6 +72,17 @@ func TestLiveMigration(t *testing.T) {
 			fmt.Errorf("phase %s, interfaces %+v", after.Status.Phase, after.Status.Interfaces)
 	})
 	upAfter := waitUptime(t, f, after)
+	gap, answers := probe.end()
+	t.Logf("the guest's web server, probed every 10 ms from outside: longest gap between answers %s (%d answers)", gap.Round(time.Millisecond), answers)
+	events := &corev1.EventList{}
+	if err := f.Client.List(f.Context(), events, client.InNamespace(f.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.UID == after.UID && e.Reason == nodeagent.EventMigrated {
+			t.Logf("event: %s", e.Message)
+		}
+	}
 	if upAfter < upBefore {
 		t.Fatalf("guest uptime %.1f s after the move, %.1f s before: the guest rebooted", upAfter, upBefore)
 	}
@@ -146,4 +162,75 @@ func TestDrainMigratesTheVM(t *testing.T) {
 	if up := waitUptime(t, f, after); up < upBefore {
 		t.Fatalf("guest uptime %.1f s after the drain, %.1f s before: the guest rebooted", up, upBefore)
 	}
+}
+
+// outage follows a migrating guest's web server from outside every 10 ms: first at the source
+// Pod's address, then also at the target Pod's once the instance names it. gap is the longest time
+// between two answers, i.e. how long the guest was unreachable (its downtime plus the
+// hand-over of the address, as a client sees it).
+type outage struct {
+	mu      sync.Mutex
+	last    time.Time
+	gap     time.Duration
+	answers int
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+func probeOutage(t *testing.T, f *framework.Framework, name, sourceIP string) *outage {
+	ctx, cancel := context.WithCancel(f.Context())
+	o := &outage{stop: cancel, done: make(chan struct{})}
+	c := &http.Client{Timeout: 500 * time.Millisecond}
+	answers := func(ip string) bool {
+		resp, err := c.Get("http://" + ip + "/")
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	go func() {
+		defer close(o.done)
+		ips := []string{sourceIP}
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			if len(ips) == 1 && n%10 == 0 { // look for the target Pod's address every 100 ms
+				vmi := &virtv1.VirtualMachineInstance{}
+				pod := &corev1.Pod{}
+				if f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: name}, vmi) == nil && vmi.Status.MigrationState != nil &&
+					f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: vmi.Status.MigrationState.TargetPod}, pod) == nil && pod.Status.PodIP != "" {
+					ips = append(ips, pod.Status.PodIP)
+				}
+			}
+			for _, ip := range ips {
+				if answers(ip) {
+					now := time.Now()
+					o.mu.Lock()
+					if !o.last.IsZero() {
+						o.gap = max(o.gap, now.Sub(o.last))
+					}
+					o.last, o.answers = now, o.answers+1
+					o.mu.Unlock()
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-o.done })
+	return o
+}
+
+// end stops probing and returns the longest gap between answers and how many there were.
+func (o *outage) end() (time.Duration, int) {
+	o.stop()
+	<-o.done
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.gap, o.answers
 }
