@@ -123,6 +123,16 @@ func TestMigrationMovesTheInstance(t *testing.T) {
 	v, _ := get(t, &virtv1.VirtualMachineInstance{}, ns, "m")
 	assert.Equal(t, virtv1.Running, v.Status.Phase)
 	assert.Equal(t, target.Name, v.Status.LauncherPod)
+
+	// Deleting the finished migration leaves the Pod the instance now runs in alone.
+	m, _ := get(t, &virtv1.VirtualMachineInstanceMigration{}, ns, "mig")
+	require.NoError(t, e.Client.Delete(ctx, m))
+	eventually(t, "migration gone", func() bool {
+		_, exists := get(t, &virtv1.VirtualMachineInstanceMigration{}, ns, "mig")
+		return !exists
+	})
+	p, ok := get(t, &corev1.Pod{}, ns, target.Name)
+	assert.True(t, ok && p.DeletionTimestamp == nil, "the instance's launcher Pod was deleted with its migration")
 }
 
 // A target Pod that ends fails the migration and records why in the instance, which runs on; an
@@ -144,8 +154,22 @@ func TestMigrationFailures(t *testing.T) {
 		target, ok = get(t, &corev1.Pod{}, ns, v.Status.MigrationState.TargetPod)
 		return ok
 	})
+	// Once the source's agent has started the transfer, only it ends the migration: a target Pod
+	// that fails asks it to abort.
+	now := metav1.Now()
+	agentWrites(t, ns, "m", func(st *virtv1.VirtualMachineInstanceStatus) {
+		st.MigrationState.TargetNodeAddress, st.MigrationState.StartTimestamp = "10.0.0.2:8186", &now
+	})
 	target.Status.Phase = corev1.PodFailed
 	require.NoError(t, e.Client.Status().Update(ctx, target))
+	eventually(t, "abort requested", func() bool {
+		v, _ := get(t, &virtv1.VirtualMachineInstance{}, ns, "m")
+		return v.Status.MigrationState.AbortRequested && !v.Status.MigrationState.Failed
+	})
+	assert.NotEqual(t, virtv1.MigrationFailed, migrationPhase(t, ns, "mig"))
+	agentWrites(t, ns, "m", func(st *virtv1.VirtualMachineInstanceStatus) {
+		st.MigrationState.Failed, st.MigrationState.FailureReason = true, "the target Pod "+target.Name+" ended (Failed)"
+	})
 	eventually(t, "Failed", func() bool { return migrationPhase(t, ns, "mig") == virtv1.MigrationFailed })
 	v, _ := get(t, &virtv1.VirtualMachineInstance{}, ns, "m")
 	assert.True(t, v.Status.MigrationState.Failed)
@@ -194,7 +218,7 @@ func TestDeletingAMigrationAbortsIt(t *testing.T) {
 		p, podExists := get(t, &corev1.Pod{}, ns, target)
 		v, _ := get(t, &virtv1.VirtualMachineInstance{}, ns, "m")
 		return !exists && (!podExists || p.DeletionTimestamp != nil) && v.Status.MigrationState.Failed &&
-			v.Status.MigrationState.FailureReason == "the migration was deleted before it started"
+			v.Status.MigrationState.FailureReason == "the migration was deleted"
 	})
 
 	late := newMigration(ns, "late", "m")

@@ -192,7 +192,7 @@ func (l *runningLauncher) CancelMigration(context.Context) error {
 	return errors.New("the benchmark's launchers do not migrate")
 }
 
-func (l *runningLauncher) MigrationDir() string { return "/nonexistent/" + l.uid + "/migration" }
+func (l *runningLauncher) PrivateDir() string { return "/nonexistent/" + l.uid }
 
 func (l *runningLauncher) MigrationSocket(context.Context, string) (net.Conn, error) {
 	return nil, errors.New("the benchmark's launchers do not migrate")

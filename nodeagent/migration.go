@@ -76,29 +76,60 @@ func sending(vmi *virtv1.VirtualMachineInstance, node string) bool {
 func (r *Reconciler) sendGuest(ctx context.Context, s *scope, st launcherv1.Status) error {
 	ms := s.vmi.Status.MigrationState
 	m := st.Migration
-	ours := m != nil && m.Role == launcherv1.MigrationSource && ms.StartTimestamp != nil &&
-		!m.StartTime.Before(ms.StartTimestamp.Time.Truncate(time.Second))
+	if m == nil || m.Role != launcherv1.MigrationSource || m.UID != ms.MigrationUID {
+		m = nil // the launcher has not started this migration
+	}
 	switch {
-	case ours && m.Phase == launcherv1.MigrationCompleted:
+	case m != nil && ms.StartTimestamp == nil: // started by a pass whose status write was lost
+		start := metav1.NewTime(m.StartTime)
+		ms.StartTimestamp = &start
+	case m == nil && ms.StartTimestamp != nil && st.State != launcherv1.DomainRunning:
+		r.migrationFailed(s, "the source launcher no longer runs the guest")
+		return nil
+	}
+	switch {
+	case m != nil && m.Phase == launcherv1.MigrationCompleted:
 		r.handOver(s, m)
-	case ours && m.Phase == launcherv1.MigrationFailed:
+	case m != nil && m.Phase == launcherv1.MigrationFailed:
 		if ms.AbortRequested {
 			ms.AbortStatus = virtv1.MigrationAbortSucceeded
 			r.migrationFailed(s, "the migration was aborted")
 			return nil
 		}
 		r.migrationFailed(s, "the migration failed: "+m.Message)
-	case ours && ms.AbortRequested:
+	case ms.AbortRequested:
+		if m == nil {
+			ms.AbortStatus = virtv1.MigrationAbortSucceeded
+			r.migrationFailed(s, "the migration was aborted before it started")
+			return nil
+		}
 		if err := s.launcher.CancelMigration(ctx); err != nil {
 			return fmt.Errorf("abort the migration: %w", err)
 		}
-	case ms.StartTimestamp == nil && ms.TargetNodeAddress != "":
+	case m == nil && ms.TargetNodeAddress != "":
 		return r.startSending(ctx, s)
 	}
 	return nil
 }
 
-// startSending serves the source Pod's migration sockets and asks its launcher to migrate.
+// settleEnded cancels a transfer the launcher still runs for a migration already recorded as
+// ended (its failure was written before this agent's start was), and stops its proxy.
+func (r *Reconciler) settleEnded(ctx context.Context, s *scope, st launcherv1.Status) error {
+	ms := s.vmi.Status.MigrationState
+	if ms == nil || ms.SourceNode != r.NodeName || !(ms.Completed || ms.Failed) {
+		return nil
+	}
+	r.Migrations.stop(ms.MigrationUID)
+	if m := st.Migration; ms.Failed && m != nil && m.UID == ms.MigrationUID && m.Phase == launcherv1.MigrationRunning {
+		if err := s.launcher.CancelMigration(ctx); err != nil {
+			return fmt.Errorf("abort a migration recorded as failed: %w", err)
+		}
+	}
+	return nil
+}
+
+// startSending serves the source Pod's migration sockets and asks its launcher to migrate (asking
+// again for the same migration is harmless: the launcher answers its status).
 func (r *Reconciler) startSending(ctx context.Context, s *scope) error {
 	ms := s.vmi.Status.MigrationState
 	if r.Migrations == nil {
@@ -106,15 +137,20 @@ func (r *Reconciler) startSending(ctx context.Context, s *scope) error {
 		return nil
 	}
 	dial := r.Migrations.dialer(ms.TargetNodeAddress, s.vmi.Namespace, ms.TargetPod)
-	if err := r.Migrations.start(ms.MigrationUID, s.launcher.MigrationDir(), dial); err != nil {
-		return fmt.Errorf("serve the migration sockets: %w", err)
+	if err := r.Migrations.start(ms.MigrationUID, s.launcher.PrivateDir(), dial); err != nil {
+		r.migrationFailed(s, fmt.Sprintf("cannot serve the migration sockets in the source Pod: %v", err))
+		return nil
 	}
-	now := metav1.NewTime(r.Clock.Now())
-	if _, err := s.launcher.Migrate(ctx, launcherv1.MigrateRequest{}); err != nil {
+	st, err := s.launcher.Migrate(ctx, launcherv1.MigrateRequest{UID: ms.MigrationUID})
+	if err != nil {
 		r.migrationFailed(s, fmt.Sprintf("the source launcher did not start the migration: %v", err))
 		return nil
 	}
-	ms.StartTimestamp = &now
+	start := metav1.NewTime(r.Clock.Now())
+	if st.Migration != nil {
+		start = metav1.NewTime(st.Migration.StartTime)
+	}
+	ms.StartTimestamp = &start
 	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, EventMigrationStarted, "Migrate",
 		"Migrating the guest from %s to %s (pod %s)", ms.SourceNode, ms.TargetNode, ms.TargetPod)
 	return nil
@@ -197,10 +233,11 @@ func (g *Migrations) stop(uid string) {
 		return
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if p := g.proxies[uid]; p != nil {
-		p.Close()
-		delete(g.proxies, uid)
+	p := g.proxies[uid]
+	delete(g.proxies, uid)
+	g.mu.Unlock()
+	if p != nil {
+		p.Close() // outside the lock: it waits for the proxied connections
 	}
 }
 
@@ -247,6 +284,10 @@ func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Reque
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	if why := s.notReceiving(r.Context(), pod); why != "" {
+		writeError(w, http.StatusNotFound, why)
+		return
+	}
 	target, err := s.Dial(pod).MigrationSocket(r.Context(), socket)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, fmt.Sprintf("connect to %s of pod %s: %v", socket, podName, err))
@@ -255,6 +296,22 @@ func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Reque
 	if err := splice.Upgrade(w, launcherv1.UpgradeTCP, target); err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
+}
+
+// notReceiving says why the target Pod takes no migration stream now ("" when it does): only
+// while its instance's migration, not ended, names it as the target. The instance is read
+// uncached (this agent caches only the instances that run on its node).
+func (s *SubresourceServer) notReceiving(ctx context.Context, pod *corev1.Pod) string {
+	owner := metav1.GetControllerOf(pod)
+	vmi := &virtv1.VirtualMachineInstance{}
+	if owner == nil || s.APIReader == nil || s.APIReader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, vmi) != nil {
+		return fmt.Sprintf("pod %s/%s has no instance that migrates to it", pod.Namespace, pod.Name)
+	}
+	ms := vmi.Status.MigrationState
+	if vmi.UID != owner.UID || ms == nil || ms.TargetPod != pod.Name || ms.MigrationUID != pod.Labels[launcherv1.MigrationJobLabel] || ms.Completed || ms.Failed {
+		return fmt.Sprintf("no migration to pod %s/%s is under way", pod.Namespace, pod.Name)
+	}
+	return ""
 }
 
 // MigrationTargetReconciler prepares the migration target Pods on this node (launcherv1.
@@ -280,9 +337,12 @@ func (r *MigrationTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	isTarget := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[launcherv1.MigrationJobLabel] != "" })
+	// Retried within the poll interval, never later: the arrived guest's launcher fences it when
+	// not asked for its status for launcherv1.AgentSilenceLimit.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeagent-migrationtarget").
 		For(&corev1.Pod{}, builder.WithPredicates(isTarget)).
+		WithOptions(pollOptions(r.PollInterval)).
 		Complete(r)
 }
 

@@ -59,8 +59,8 @@ type Launcher interface {
 	PrepareTarget(ctx context.Context, req launcherv1.SyncRequest) (launcherv1.Status, error)
 	Migrate(ctx context.Context, req launcherv1.MigrateRequest) (launcherv1.Status, error)
 	CancelMigration(ctx context.Context) error
-	// MigrationDir is the launcher's launcherv1.MigrationDir as seen from the node.
-	MigrationDir() string
+	// PrivateDir is the launcher's private directory as seen from the node.
+	PrivateDir() string
 	// MigrationSocket connects to a migration socket of the launcher.
 	MigrationSocket(ctx context.Context, name string) (net.Conn, error)
 }
@@ -126,12 +126,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(sockets.events, &handler.EnqueueRequestForObject{}))
 	// A failing pass is retried within the poll interval, never after a longer backoff: a launcher not
 	// asked for its status for launcherv1.AgentSilenceLimit fences its guest.
-	b = b.WithOptions(controller.Options{MaxConcurrentReconciles: workers,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, r.PollInterval)})
+	b = b.WithOptions(pollOptions(r.PollInterval))
 	if r.Triggers != nil {
 		b = b.WatchesRawSource(source.Channel(r.Triggers, &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
+}
+
+// pollOptions are the options of the agent's controllers that talk to launchers: a failing pass is
+// retried within the poll interval, never after a longer backoff.
+func pollOptions(interval time.Duration) controller.Options {
+	return controller.Options{MaxConcurrentReconciles: workers,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, interval)}
 }
 
 // scope is what one pass fetched and observed.
@@ -245,6 +251,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		if err := r.sendGuest(ctx, s, st); err != nil || s.handedOver {
 			return err
 		}
+	} else if err := r.settleEnded(ctx, s, st); err != nil {
+		return err
 	}
 	if st.State == launcherv1.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
 		if err = prepareHostDisks(r.HostDiskDir, s.vmi, s.obs.pod); err == nil {

@@ -152,7 +152,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	}
 	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
 		a.Subresources = &SubresourceServer{
-			Addr: cfg.SubresourceAddr, Listener: cfg.SubresourceListener, Reader: mgr.GetClient(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
+			Addr: cfg.SubresourceAddr, Listener: cfg.SubresourceListener, Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
 			TLSConfig: cfg.SubresourceTLS,
 		}
 		if err := mgr.Add(a.Subresources); err != nil {

@@ -58,6 +58,9 @@ type SubresourceServer struct {
 	Listener net.Listener
 	// Reader reads instances and launcher Pods (the manager's cache of this node).
 	Reader client.Reader
+	// APIReader reads an instance migrating to this node (not in the cache yet); without it no
+	// migration stream is served.
+	APIReader client.Reader
 	// NodeName is this node: instances elsewhere are not found here.
 	NodeName string
 	// Dial reaches an instance's launcher.

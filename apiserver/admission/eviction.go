@@ -48,7 +48,7 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 		return admission.Allowed("")
 	}
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("get instance %s: %w", owner.Name, err))
+		return retryLater(fmt.Errorf("get instance %s: %w", owner.Name, err))
 	}
 	if !migratesOnEviction(vmi) || vmi.UID != owner.UID || vmi.Status.Phase != virtv1.Running || vmi.Status.LauncherPod != pod.Name {
 		return admission.Allowed("")
@@ -57,10 +57,16 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 		patch := client.MergeFrom(vmi.DeepCopy())
 		vmi.Status.EvacuationNodeName = pod.Spec.NodeName
 		if err := h.client.Status().Patch(ctx, vmi, patch); err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("mark instance %s for evacuation: %w", vmi.Name, err))
+			return retryLater(fmt.Errorf("mark instance %s for evacuation: %w", vmi.Name, err))
 		}
 	}
-	resp := admission.Denied(fmt.Sprintf("Eviction triggered evacuation of VMI %s/%s: it live-migrates off node %s, then its launcher Pod completes", vmi.Namespace, vmi.Name, pod.Spec.NodeName))
+	return retryLater(fmt.Errorf("Eviction triggered evacuation of VMI %s/%s: it live-migrates off node %s, then its launcher Pod completes", vmi.Namespace, vmi.Name, pod.Spec.NodeName))
+}
+
+// retryLater refuses the eviction for now (429, which kubectl drain retries) because of err: the
+// instance may have to migrate, so it is not let through on a failure.
+func retryLater(err error) admission.Response {
+	resp := admission.Denied(err.Error() + "; try again")
 	resp.Result.Code = http.StatusTooManyRequests
 	return resp
 }

@@ -130,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		res, retErr = statuspatch.Result(res, retErr, err)
 	}()
 	if finished(m.Status.Phase) {
-		if err := r.removeFailedTarget(ctx, m); err != nil {
+		if err := r.removeFailedTarget(ctx, m, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.release(ctx, m)
@@ -170,7 +170,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, m *virtv1.VirtualMachi
 		return ctrl.Result{}, nil
 	case ms.Failed:
 		r.fail(m, ReasonMigrationFailed, ms.FailureReason)
-		return ctrl.Result{}, r.removeFailedTarget(ctx, m)
+		return ctrl.Result{}, r.removeFailedTarget(ctx, m, inst)
 	case inst.Status.Phase != virtv1.Running || inst.DeletionTimestamp != nil:
 		return ctrl.Result{}, r.failInstanceMigration(ctx, m, inst, fmt.Sprintf("the instance stopped running (phase %s)", inst.Status.Phase))
 	}
@@ -310,16 +310,28 @@ func (r *Reconciler) follow(ctx context.Context, m *virtv1.VirtualMachineInstanc
 
 // failInstanceMigration records the failure in the instance's migration state (the source's
 // agent stops waiting for the target) and fails the migration.
+//
+// Once the source's agent has started the transfer only it may end it (the guest may be arriving
+// at the target right now): the controller asks for an abort (abortRequested) and the agent
+// records the outcome — unless the instance no longer runs at all.
 func (r *Reconciler) failInstanceMigration(ctx context.Context, m *virtv1.VirtualMachineInstanceMigration, inst *virtv1.VirtualMachineInstance, why string) error {
 	orig := inst.DeepCopy()
-	now := metav1.NewTime(r.Clock.Now())
 	ms := inst.Status.MigrationState
+	if ms.StartTimestamp != nil && inst.Status.Phase == virtv1.Running && inst.DeletionTimestamp == nil {
+		if !ms.AbortRequested {
+			ms.AbortRequested, ms.AbortStatus = true, virtv1.MigrationAbortInProgress
+			r.Recorder.Eventf(m, inst, corev1.EventTypeWarning, ReasonMigrationFailed, "Abort", "Aborting the migration: %s", why)
+		}
+		_, err := statuspatch.Write(ctx, r.Client, orig, inst, "instance")
+		return err
+	}
+	now := metav1.NewTime(r.Clock.Now())
 	ms.Failed, ms.FailureReason, ms.EndTimestamp = true, why, &now
 	if _, err := statuspatch.Write(ctx, r.Client, orig, inst, "instance"); err != nil {
 		return err
 	}
 	r.fail(m, ReasonMigrationFailed, why)
-	return r.removeFailedTarget(ctx, m)
+	return r.removeFailedTarget(ctx, m, inst)
 }
 
 // reconcileDelete aborts the migration of a deleted migration that has not ended: before the
@@ -334,21 +346,24 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *virtv1.VirtualMachi
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("get instance: %w", err)
 	}
-	ms := inst.Status.MigrationState
-	if err == nil && ms != nil && ms.MigrationUID == string(m.UID) && !ms.Completed && !ms.Failed {
-		if ms.StartTimestamp == nil {
-			return r.failInstanceMigration(ctx, m, inst, "the migration was deleted before it started")
+	if err != nil {
+		inst = nil
+	}
+	ms := (*virtv1.VirtualMachineInstanceMigrationState)(nil)
+	if inst != nil && inst.Status.MigrationState != nil && inst.Status.MigrationState.MigrationUID == string(m.UID) {
+		ms = inst.Status.MigrationState
+	}
+	switch {
+	case ms != nil && ms.Completed:
+		return r.release(ctx, m) // it ended well before the abort could act: nothing to undo
+	case ms != nil && !ms.Failed:
+		err := r.failInstanceMigration(ctx, m, inst, "the migration was deleted")
+		if err != nil || !inst.Status.MigrationState.Failed {
+			return err // the source's agent aborts the transfer; its failure brings us back
 		}
-		if !ms.AbortRequested {
-			orig := inst.DeepCopy()
-			ms.AbortRequested, ms.AbortStatus = true, virtv1.MigrationAbortInProgress
-			_, err := statuspatch.Write(ctx, r.Client, orig, inst, "instance")
-			return err
-		}
-		return nil // the source's agent aborts it; its failure brings us back
 	}
 	m.Status.Phase = virtv1.MigrationFailed
-	if err := r.removeFailedTarget(ctx, m); err != nil {
+	if err := r.removeFailedTarget(ctx, m, inst); err != nil {
 		return err
 	}
 	return r.release(ctx, m)
@@ -376,10 +391,16 @@ func (r *Reconciler) fail(m *virtv1.VirtualMachineInstanceMigration, reason, why
 }
 
 // removeFailedTarget deletes the target Pod of a failed migration (its launcher destroys whatever
-// arrived; the guest runs on the source).
-func (r *Reconciler) removeFailedTarget(ctx context.Context, m *virtv1.VirtualMachineInstanceMigration) error {
+// arrived; the guest runs on the source) — never the Pod the instance runs in (inst, read when nil).
+func (r *Reconciler) removeFailedTarget(ctx context.Context, m *virtv1.VirtualMachineInstanceMigration, inst *virtv1.VirtualMachineInstance) error {
 	if m.Status.Phase != virtv1.MigrationFailed {
 		return nil
+	}
+	if inst == nil {
+		inst = &virtv1.VirtualMachineInstance{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.VMIName}, inst); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("get instance: %w", err)
+		}
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(m.Namespace), client.MatchingLabels{launcherv1.MigrationJobLabel: string(m.UID)}); err != nil {
@@ -387,7 +408,7 @@ func (r *Reconciler) removeFailedTarget(ctx context.Context, m *virtv1.VirtualMa
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.Name == inst.Status.LauncherPod {
 			continue
 		}
 		if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {

@@ -195,6 +195,7 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 		if final, gone := g.refresh(); gone {
 			if g.migrating { // the guest left by migration: its outcome comes at once
 				g.migrationEnded(<-g.migrated)
+				final.State, final.Reason, final.Message = g.finalState()
 				final.Migration = g.migrationStatus()
 				g.publish(final)
 			}
@@ -352,7 +353,7 @@ func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 		detail = g.stopped.detail
 	}
 	switch {
-	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_MIGRATED):
+	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_MIGRATED) || g.leftByMigration():
 		return launcherv1.DomainMigrated, launcherv1.ReasonMigrated, "the guest moved to the migration target"
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN):
 		return launcherv1.DomainShutoff, launcherv1.ReasonGuestShutdown, "the guest powered off"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -76,6 +77,10 @@ func (g *guest) adopt() {
 		g.cfg.Log.Error("Setting up the arrived guest", "err", err)
 	}
 	g.hv, g.dom, g.vmi, g.emulation, g.incoming = g.target.hv, dom, in.vmi, in.emulation, nil
+	// The daemon is the guest's now: nobody else may connect to it (the launcher's connection stays).
+	if err := os.Remove(filepath.Join(g.cfg.PrivateDir, launcherv1.MigrationDir, launcherv1.MigrationLibvirtSocket)); err != nil {
+		g.cfg.Log.Error("Removing the migration's libvirt socket", "err", err)
+	}
 	now := time.Now().UTC()
 	g.migration.Phase, g.migration.EndTime = launcherv1.MigrationCompleted, &now
 	g.cfg.Log.Info("Guest arrived", "domain", name, "took", now.Sub(g.migration.StartTime).Round(time.Millisecond).String())
@@ -84,6 +89,10 @@ func (g *guest) adopt() {
 // migrate starts sending the running guest to the target; the outcome comes back on g.migrated.
 func (g *guest) migrate(req launcherv1.MigrateRequest) error {
 	switch {
+	case req.UID == "":
+		return fmt.Errorf("%w: uid: required", errBadRequest)
+	case g.migration != nil && g.migration.UID == req.UID:
+		return nil // asked again: its status tells how far it is
 	case g.migrating:
 		return fmt.Errorf("%w: a migration is already running", errConflict)
 	case g.shutdownReq:
@@ -114,7 +123,7 @@ func (g *guest) migrate(req launcherv1.MigrateRequest) error {
 	}
 	dconnURI := "qemu+unix:///session?socket=" + filepath.Join(dir, launcherv1.MigrationLibvirtSocket)
 	g.migrating = true
-	g.migration = &launcherv1.MigrationStatus{Role: launcherv1.MigrationSource, Phase: launcherv1.MigrationRunning, StartTime: time.Now().UTC()}
+	g.migration = &launcherv1.MigrationStatus{UID: req.UID, Role: launcherv1.MigrationSource, Phase: launcherv1.MigrationRunning, StartTime: time.Now().UTC()}
 	g.cfg.Log.Info("Migrating the guest", "target", dconnURI, "disks", params.MigrateDisks)
 	dom, conn := g.dom, g.hv.conn
 	go func() { g.migrated <- sendGuest(conn, dom, dconnURI, params, flags) }()
@@ -176,6 +185,11 @@ func (g *guest) migrationEnded(res sent) {
 	}
 	g.migration.Phase = launcherv1.MigrationCompleted
 	g.cfg.Log.Info("Migration completed: the guest runs on the target", "took", took, "bytes", g.migration.Bytes, "downtimeMillis", g.migration.DowntimeMillis)
+}
+
+// leftByMigration reports whether the guest left by a completed migration.
+func (g *guest) leftByMigration() bool {
+	return g.migration != nil && g.migration.Role == launcherv1.MigrationSource && g.migration.Phase == launcherv1.MigrationCompleted
 }
 
 // cancelMigration aborts the running migration.

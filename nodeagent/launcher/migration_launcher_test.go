@@ -96,7 +96,7 @@ func TestLiveMigration(t *testing.T) {
 	dst.must(http.StatusConflict, http.MethodPost, launcherv1.PathSync, launcherv1.SyncRequest{VMI: data, Emulation: true})
 
 	// Nothing proxies the source's sockets yet: the migration fails, the guest runs on.
-	src.must(http.StatusAccepted, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{})
+	src.must(http.StatusAccepted, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{UID: "m1"})
 	waitFor(t, 30*time.Second, "the unreachable migration to fail", func() bool {
 		m := src.status().Migration
 		return m != nil && m.Phase == launcherv1.MigrationFailed
@@ -106,7 +106,7 @@ func TestLiveMigration(t *testing.T) {
 	}
 	t.Logf("failed migration: %s", src.status().Migration.Message)
 
-	proxy, err := migrationproxy.Start(filepath.Join(src.private, launcherv1.MigrationDir), func(ctx context.Context, name string) (net.Conn, error) {
+	proxy, err := migrationproxy.Start(src.private, func(ctx context.Context, name string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", filepath.Join(dst.private, launcherv1.MigrationDir, name))
 	}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
@@ -116,12 +116,13 @@ func TestLiveMigration(t *testing.T) {
 	defer proxy.Close()
 
 	t0 := time.Now()
-	src.must(http.StatusAccepted, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{})
-	src.must(http.StatusConflict, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{})
+	src.must(http.StatusAccepted, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{UID: "m2"})
+	src.must(http.StatusAccepted, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{UID: "m2"}) // asked again: nothing new
+	src.must(http.StatusConflict, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{UID: "m3"})
 	code, final := src.waitExit(3 * time.Minute)
 	took := time.Since(t0)
 	if code != 0 || final.State != launcherv1.DomainMigrated || final.Reason != launcherv1.ReasonMigrated ||
-		final.Migration == nil || final.Migration.Phase != launcherv1.MigrationCompleted {
+		final.Migration == nil || final.Migration.Phase != launcherv1.MigrationCompleted || final.Migration.UID != "m2" {
 		t.Fatalf("source exited %d with %+v, want 0, Migrated, migration completed", code, final)
 	}
 	waitFor(t, 30*time.Second, "the target to run the guest", func() bool {

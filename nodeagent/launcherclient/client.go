@@ -171,54 +171,98 @@ func (b *bufferedConn) CloseWrite() error {
 	return b.Conn.Close()
 }
 
-// DialSocket connects to the unix socket name in the launcher's private directory dir, through
-// /proc/self/fd when the path is too long for a socket address.
+// DialSocket connects to the unix socket name (relative to dir, e.g. "migration/memory.sock") in
+// the launcher's private directory dir. Nothing below dir is followed as a symlink: the launcher
+// owns what is in dir and must not redirect the agent, which runs as root, to another socket of
+// the node. The socket is opened O_PATH and reached through /proc/self/fd, which also lifts the
+// 108-byte limit of socket addresses (the kubelet's emptyDir paths are longer).
 func DialSocket(ctx context.Context, dir, name string) (net.Conn, error) {
-	var d net.Dialer
-	path := filepath.Join(dir, name)
-	if len(path) <= maxSocketPath {
-		conn, err := d.DialContext(ctx, "unix", path)
-		return conn, classify(err)
-	}
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := openBeneath(dir, name, unix.O_PATH)
 	if err != nil {
-		return nil, classify(fmt.Errorf("open %s: %w", dir, err))
+		return nil, classify(fmt.Errorf("open %s: %w", filepath.Join(dir, name), err))
 	}
 	defer func() { _ = unix.Close(fd) }()
-	conn, err := d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, name))
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d", fd))
 	if err != nil {
-		return nil, classify(fmt.Errorf("dial %s: %w", path, err))
+		return nil, classify(fmt.Errorf("dial %s: %w", filepath.Join(dir, name), err))
 	}
 	return conn, nil
 }
 
-// ListenSocket creates the unix socket name in the launcher's private directory dir (mode 0600,
-// replacing a stale one), through /proc/self/fd when the path is too long for a socket address.
-// Closing the listener does not remove the socket.
-func ListenSocket(dir, name string) (net.Listener, error) {
-	path := filepath.Join(dir, name)
-	addr := path
-	if len(path) > maxSocketPath {
-		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", dir, err)
-		}
-		defer func() { _ = unix.Close(fd) }()
-		addr = fmt.Sprintf("/proc/self/fd/%d/%s", fd, name)
+// openBeneath opens name below dir (dir itself is the kubelet's, trusted) without following any
+// symlink and without leaving dir.
+func openBeneath(dir, name string, flags int) (int, error) {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	defer func() { _ = unix.Close(dfd) }()
+	return unix.Openat2(dfd, name, &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+}
+
+// ListenSocket creates the unix socket name (relative to dir; its directory is created when
+// missing) in the launcher's private directory dir and gives it to uid:gid, replacing whatever
+// was there, without following any symlink below dir. Closing the listener does not remove it:
+// RemoveSocket does.
+func ListenSocket(dir, name string, uid, gid int) (net.Listener, error) {
+	sub, base := filepath.Split(name)
+	path := filepath.Join(dir, name)
+	if sub != "" {
+		if err := mkdirBeneath(dir, filepath.Clean(sub)); err != nil {
+			return nil, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
+		}
+	} else {
+		sub = "."
+	}
+	sfd, err := openBeneath(dir, filepath.Clean(sub), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", filepath.Join(dir, sub), err)
+	}
+	defer func() { _ = unix.Close(sfd) }()
+	if err := unix.Unlinkat(sfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return nil, fmt.Errorf("remove stale %s: %w", path, err)
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: fmt.Sprintf("/proc/self/fd/%d/%s", sfd, base), Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := unix.Fchownat(sfd, base, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		_ = ln.Close()
-		return nil, fmt.Errorf("chmod %s: %w", path, err)
+		return nil, fmt.Errorf("hand %s to %d:%d: %w", path, uid, gid, err)
 	}
 	return ln, nil
+}
+
+// RemoveSocket removes the socket name (relative to dir) without following symlinks below dir.
+func RemoveSocket(dir, name string) error {
+	sub, base := filepath.Split(name)
+	if sub == "" {
+		sub = "."
+	}
+	sfd, err := openBeneath(dir, filepath.Clean(sub), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(sfd) }()
+	if err := unix.Unlinkat(sfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// mkdirBeneath creates the directory sub (one level) below dir, mode 0755, unless it exists.
+func mkdirBeneath(dir, sub string) error {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(dfd) }()
+	if err := unix.Mkdirat(dfd, sub, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	return nil
 }
 
 // classify marks the errors that mean "no launcher there" with ErrUnreachable.
@@ -226,7 +270,7 @@ func classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOTDIR) {
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ENXIO) {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return err
@@ -288,13 +332,13 @@ func (c *Client) CancelMigration(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, launcherv1.PathMigrateCancel, nil, nil, DefaultTimeout)
 }
 
-// MigrationDir is the launcher's launcherv1.MigrationDir.
-func (c *Client) MigrationDir() string { return filepath.Join(c.dir, launcherv1.MigrationDir) }
+// PrivateDir is the launcher's private directory as seen from here.
+func (c *Client) PrivateDir() string { return c.dir }
 
 // MigrationSocket connects to the migration socket name (one of launcherv1's Migration*Socket) in
 // the launcher's launcherv1.MigrationDir.
 func (c *Client) MigrationSocket(ctx context.Context, name string) (net.Conn, error) {
-	return DialSocket(ctx, c.MigrationDir(), name)
+	return DialSocket(ctx, c.dir, filepath.Join(launcherv1.MigrationDir, name))
 }
 
 // Shutdown asks for an ACPI power-off; the launcher kills the guest after gracePeriodSeconds (at once

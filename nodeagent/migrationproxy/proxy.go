@@ -9,10 +9,8 @@ package migrationproxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -21,7 +19,7 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
 
-// Names are the socket names a migration uses, in MigrationDir on both sides.
+// Names are the socket names a migration uses, in launcherv1.MigrationDir on both sides.
 var Names = []string{launcherv1.MigrationLibvirtSocket, launcherv1.MigrationMemorySocket, launcherv1.MigrationDisksSocket}
 
 // Dialer connects to the migration target's socket name.
@@ -29,6 +27,7 @@ type Dialer func(ctx context.Context, name string) (net.Conn, error)
 
 // Proxy is a running set of listeners in one source Pod's MigrationDir.
 type Proxy struct {
+	// dir is the source Pod's private directory as the node sees it.
 	dir    string
 	lns    []net.Listener
 	ctx    context.Context
@@ -37,16 +36,14 @@ type Proxy struct {
 	log    *slog.Logger
 }
 
-// Start listens on every name in dir (created when missing; the sockets owned by
-// launcherv1.LauncherUID, mode 0600) and proxies each connection through dial until Close.
+// Start listens on every name in the MigrationDir of the private directory dir (created when
+// missing; the sockets owned by launcherv1.LauncherUID; no symlink below dir followed) and
+// proxies each connection through dial until Close.
 func Start(dir string, dial Dialer, log *slog.Logger) (*Proxy, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{dir: dir, ctx: ctx, cancel: cancel, log: log}
 	for _, name := range Names {
-		ln, err := listen(dir, name)
+		ln, err := launcherclient.ListenSocket(dir, filepath.Join(launcherv1.MigrationDir, name), launcherv1.LauncherUID, launcherv1.LauncherUID)
 		if err != nil {
 			p.Close()
 			return nil, err
@@ -66,7 +63,7 @@ func (p *Proxy) Close() {
 	}
 	p.wg.Wait()
 	for _, name := range Names {
-		_ = os.Remove(filepath.Join(p.dir, name))
+		_ = launcherclient.RemoveSocket(p.dir, filepath.Join(launcherv1.MigrationDir, name))
 	}
 }
 
@@ -99,18 +96,4 @@ func (p *Proxy) join(c net.Conn, name string, dial Dialer) {
 	stop := context.AfterFunc(p.ctx, func() { _ = c.Close(); _ = t.Close() })
 	defer stop()
 	splice.Conns(c, nil, t)
-}
-
-// listen creates the socket name in dir and hands it to the launcher's user.
-func listen(dir, name string) (net.Listener, error) {
-	ln, err := launcherclient.ListenSocket(dir, name)
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, name)
-	if err := os.Chown(path, launcherv1.LauncherUID, launcherv1.LauncherUID); err != nil {
-		_ = ln.Close()
-		return nil, fmt.Errorf("hand %s to the launcher's user: %w", path, err)
-	}
-	return ln, nil
 }

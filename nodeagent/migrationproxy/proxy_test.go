@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
 
@@ -48,14 +50,16 @@ func TestProxyJoinsEachSocketToItsName(t *testing.T) {
 	}
 	// A directory name as long as the kubelet's emptyDir paths: longer than a socket address holds.
 	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	require.NoError(t, os.Mkdir(dir, 0o777))
 	p, err := Start(dir, echoDialer(false), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	var conns []net.Conn
 	for _, name := range Names {
-		fi, err := os.Stat(filepath.Join(dir, name))
-		require.NoError(t, err)
-		require.Equal(t, os.ModeSocket|0o600, fi.Mode())
-		c, err := launcherclient.DialSocket(context.Background(), dir, name)
+		var st unix.Stat_t
+		require.NoError(t, unix.Lstat(filepath.Join(dir, launcherv1.MigrationDir, name), &st))
+		require.Equal(t, uint32(unix.S_IFSOCK), st.Mode&unix.S_IFMT)
+		require.Equal(t, uint32(launcherv1.LauncherUID), st.Uid)
+		c, err := launcherclient.DialSocket(context.Background(), dir, filepath.Join(launcherv1.MigrationDir, name))
 		require.NoError(t, err)
 		conns = append(conns, c)
 		_, err = io.WriteString(c, "hello\n")
@@ -71,7 +75,7 @@ func TestProxyJoinsEachSocketToItsName(t *testing.T) {
 		c.Close()
 	}
 	for _, name := range Names {
-		_, err := os.Stat(filepath.Join(dir, name))
+		_, err := os.Stat(filepath.Join(dir, launcherv1.MigrationDir, name))
 		require.ErrorIs(t, err, os.ErrNotExist)
 	}
 }
@@ -84,9 +88,32 @@ func TestProxyClosesTheConnectionWhenTheTargetIsUnreachable(t *testing.T) {
 	p, err := Start(dir, echoDialer(true), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer p.Close()
-	c, err := net.Dial("unix", filepath.Join(dir, Names[0]))
+	c, err := net.Dial("unix", filepath.Join(dir, launcherv1.MigrationDir, Names[0]))
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF)
+}
+
+// The launcher owns its private directory: a symlink it puts there never leads the agent (root)
+// elsewhere, neither to create or hand over sockets nor to connect.
+func TestProxyFollowsNoSymlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the proxy hands its sockets to the launcher's user: run as root (make test does)")
+	}
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Symlink(elsewhere, filepath.Join(dir, launcherv1.MigrationDir)))
+	_, err := Start(dir, echoDialer(false), slog.New(slog.DiscardHandler))
+	require.ErrorIs(t, err, unix.ELOOP)
+	entries, err := os.ReadDir(elsewhere)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing created through the symlink")
+
+	// A socket name that is a symlink to a socket outside is not connected to.
+	ln, err := net.Listen("unix", filepath.Join(elsewhere, "node.sock"))
+	require.NoError(t, err)
+	defer ln.Close()
+	require.NoError(t, os.Symlink(filepath.Join(elsewhere, "node.sock"), filepath.Join(dir, "launcher.sock")))
+	_, err = launcherclient.DialSocket(context.Background(), dir, "launcher.sock")
+	require.ErrorIs(t, err, unix.ELOOP)
 }

@@ -146,6 +146,8 @@ func TestDrainMigratesTheVM(t *testing.T) {
 	}
 	upBefore := waitUptime(t, f, before)
 
+	// virt-api sees each launcher eviction (its webhook fails closed): keep it off the drained node.
+	moveDeploymentsOff(t, f, far)
 	t.Cleanup(func() { runKubectl(t, "uncordon", far) })
 	t0 := time.Now()
 	runKubectl(t, "drain", far, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m")

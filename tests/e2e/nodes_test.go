@@ -446,6 +446,8 @@ func TestDrainRestartsTheVMElsewhere(t *testing.T) {
 	}
 	waitUptime(t, f, first)
 
+	// virt-api sees each launcher eviction (its webhook fails closed): keep it off the drained node.
+	moveDeploymentsOff(t, f, far)
 	t.Cleanup(func() { runKubectl(t, "uncordon", far) })
 	runKubectl(t, "drain", far, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m")
 	second := waitRunning(t, f, "nomad", string(first.UID))

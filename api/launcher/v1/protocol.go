@@ -65,6 +65,9 @@ type ShutdownRequest struct {
 
 // MigrateRequest starts a live migration of the guest to the target launcher.
 type MigrateRequest struct {
+	// UID identifies the migration (the VirtualMachineInstanceMigration's): asking again for the
+	// migration under way, or one that ended, answers its status and starts nothing.
+	UID string `json:"uid"`
 	// BandwidthMiBps caps the transfer (MiB/s); 0 is unlimited.
 	BandwidthMiBps uint64 `json:"bandwidthMiBps,omitempty"`
 }
@@ -171,6 +174,8 @@ const (
 
 // MigrationStatus is one launcher's view of a live migration.
 type MigrationStatus struct {
+	// UID is the migration's (MigrateRequest.UID; empty on the target).
+	UID   string         `json:"uid,omitempty"`
 	Role  MigrationRole  `json:"role"`
 	Phase MigrationPhase `json:"phase"`
 	// Message says why it failed.
