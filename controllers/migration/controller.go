@@ -50,8 +50,11 @@ const (
 
 // Reconciler reconciles VirtualMachineInstanceMigrations.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads without the cache: a target Pod missing from the cache is confirmed gone
+	// with it before the migration fails (the cache may not have seen the Pod just created).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Config renders the target launcher Pod exactly as the instance's own.
 	Config vmi.Config
 	// Clock tells the time; the real clock when nil.
@@ -214,7 +217,11 @@ func (r *Reconciler) begin(ctx context.Context, m *virtv1.VirtualMachineInstance
 func (r *Reconciler) targetPod(ctx context.Context, m *virtv1.VirtualMachineInstanceMigration, inst *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
 	ms := inst.Status.MigrationState
 	pod := &corev1.Pod{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: ms.TargetPod}, pod)
+	key := client.ObjectKey{Namespace: inst.Namespace, Name: ms.TargetPod}
+	err := r.Client.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) && m.Status.Phase != virtv1.MigrationPending {
+		err = r.APIReader.Get(ctx, key, pod)
+	}
 	if err == nil {
 		return pod, nil
 	}
