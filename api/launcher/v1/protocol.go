@@ -23,8 +23,10 @@ import "time"
 //	                    (Status.Migration, role Target); it adopts the guest once it runs here
 //	POST /v1/migrate    body MigrateRequest → 202 Status: live-migrates the running guest to the
 //	                    target reached through the sockets in MigrationDir (see there);
-//	                    Status.Migration (role Source) follows it; once it has completed the domain
-//	                    is gone and the launcher exits 0 with state Migrated
+//	                    Status.Migration (role Source, the request's uid) follows it; the same uid
+//	                    again starts nothing; 409 while another runs or the guest is not running;
+//	                    once it has completed the domain is gone and the launcher exits 0 with
+//	                    state Migrated
 //	POST /v1/migrate/cancel → 202 Status (aborts a running migration: the guest stays here)
 //
 // Errors: a non-2xx status with body Error. The launcher exits once the domain is gone (after it was
