@@ -174,7 +174,7 @@ func (w *waiter) migrated(ctx context.Context, since metav1.Time) error {
 		if phase == virtv1.MigrationFailed {
 			failed = newest.Name
 		}
-		return "migration " + newest.Name + " " + string(phase), phase == virtv1.MigrationSucceeded || phase == virtv1.MigrationFailed, nil
+		return "migration " + newest.Name + " " + string(phase), phase.IsFinal(), nil
 	})
 	if err == nil && failed != "" {
 		return fmt.Errorf("migration %s of vmi/%s failed: see kubectl describe vmim %s", failed, w.name, failed)

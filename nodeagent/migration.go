@@ -3,7 +3,6 @@ package nodeagent
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -276,7 +275,7 @@ func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Reque
 	}
 	pod := &corev1.Pod{}
 	err := s.Reader.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: podName}, pod)
-	if apierrors.IsNotFound(err) || err == nil && (pod.Spec.NodeName != s.NodeName || pod.Labels[launcherv1.MigrationJobLabel] == "") {
+	if apierrors.IsNotFound(err) || err == nil && (pod.Spec.NodeName != s.NodeName || pod.Labels[launcherv1.MigrationJobLabel] == "" || s.APIReader == nil) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no migration target pod %s/%s on node %s", ns, podName, s.NodeName))
 		return
 	}
@@ -284,8 +283,13 @@ func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Reque
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	if why := s.notReceiving(r.Context(), pod); why != "" {
-		writeError(w, http.StatusNotFound, why)
+	vmi, err := receiving(r.Context(), s.APIReader, pod)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if vmi == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no migration to pod %s/%s is under way", ns, podName))
 		return
 	}
 	target, err := s.Dial(pod).MigrationSocket(r.Context(), socket)
@@ -298,20 +302,22 @@ func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Reque
 	}
 }
 
-// notReceiving says why the target Pod takes no migration stream now ("" when it does): only
-// while its instance's migration, not ended, names it as the target. The instance is read
-// uncached (this agent caches only the instances that run on its node).
-func (s *SubresourceServer) notReceiving(ctx context.Context, pod *corev1.Pod) string {
+// receiving returns the instance whose migration, not ended, has pod as its target, or nil. The
+// instance is read uncached: this agent caches only the instances that run on its node.
+func receiving(ctx context.Context, reader client.Reader, pod *corev1.Pod) (*virtv1.VirtualMachineInstance, error) {
 	owner := metav1.GetControllerOf(pod)
+	if owner == nil {
+		return nil, nil
+	}
 	vmi := &virtv1.VirtualMachineInstance{}
-	if owner == nil || s.APIReader == nil || s.APIReader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, vmi) != nil {
-		return fmt.Sprintf("pod %s/%s has no instance that migrates to it", pod.Namespace, pod.Name)
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, vmi); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
 	ms := vmi.Status.MigrationState
 	if vmi.UID != owner.UID || ms == nil || ms.TargetPod != pod.Name || ms.MigrationUID != pod.Labels[launcherv1.MigrationJobLabel] || ms.Completed || ms.Failed {
-		return fmt.Sprintf("no migration to pod %s/%s is under way", pod.Namespace, pod.Name)
+		return nil, nil // handed over (the instance's own pass follows it now) or given up
 	}
-	return ""
+	return vmi, nil
 }
 
 // MigrationTargetReconciler prepares the migration target Pods on this node (launcherv1.
@@ -353,19 +359,14 @@ func (r *MigrationTargetReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	owner := metav1.GetControllerOf(pod)
-	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil || owner == nil {
+	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	vmi := &virtv1.VirtualMachineInstance{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, vmi); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	vmi, err := receiving(ctx, r.APIReader, pod)
+	if err != nil || vmi == nil {
+		return ctrl.Result{}, err
 	}
 	ms := vmi.Status.MigrationState
-	if vmi.UID != owner.UID || ms == nil || ms.MigrationUID != pod.Labels[launcherv1.MigrationJobLabel] || ms.TargetPod != pod.Name ||
-		ms.Completed || ms.Failed {
-		return ctrl.Result{}, nil // handed over (the instance's own pass follows it now) or given up
-	}
 	orig := vmi.DeepCopy()
 	launcher := r.Dial(pod)
 	st, err := launcher.Status(ctx)
@@ -394,13 +395,11 @@ func (r *MigrationTargetReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 // prepare hands the instance to the target launcher, which prepares its files and waits for the guest.
 func (r *MigrationTargetReconciler) prepare(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, l Launcher) (launcherv1.Status, error) {
-	payload := vmi.DeepCopy()
-	payload.APIVersion, payload.Kind = virtv1.SchemeGroupVersion.String(), "VirtualMachineInstance"
-	raw, err := json.Marshal(payload)
+	req, err := syncRequest(vmi, decideFor(r.Accel, pod).Emulate)
 	if err != nil {
-		return launcherv1.Status{}, fmt.Errorf("encode instance: %w", err)
+		return launcherv1.Status{}, err
 	}
-	st, err := l.PrepareTarget(ctx, launcherv1.SyncRequest{VMI: raw, Emulation: decideFor(r.Accel, pod).Emulate})
+	st, err := l.PrepareTarget(ctx, req)
 	if err != nil && !disksPending(err) {
 		r.Recorder.Eventf(vmi, pod, corev1.EventTypeWarning, EventSyncFailed, "Migrate", "The migration target did not get ready: %v", err)
 		return st, fmt.Errorf("prepare the migration target: %w", err)

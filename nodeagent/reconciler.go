@@ -277,18 +277,27 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 
 // sync hands the instance to the launcher.
 func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, error) {
-	payload := s.vmi.DeepCopy()
-	payload.APIVersion, payload.Kind = virtv1.SchemeGroupVersion.String(), "VirtualMachineInstance"
-	raw, err := json.Marshal(payload)
+	req, err := syncRequest(s.vmi, s.obs.accel.Emulate)
 	if err != nil {
-		return launcherv1.Status{}, fmt.Errorf("encode instance: %w", err)
+		return launcherv1.Status{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Syncing the instance to its launcher", "pod", s.pod.Name, "emulation", s.obs.accel.Emulate)
-	st, err := s.launcher.Sync(ctx, launcherv1.SyncRequest{VMI: raw, Emulation: s.obs.accel.Emulate})
+	st, err := s.launcher.Sync(ctx, req)
 	if err != nil {
 		return st, fmt.Errorf("sync: %w", err)
 	}
 	return st, nil
+}
+
+// syncRequest is the instance as a launcher takes it (a sync, or a migration target's preparation).
+func syncRequest(vmi *virtv1.VirtualMachineInstance, emulate bool) (launcherv1.SyncRequest, error) {
+	payload := vmi.DeepCopy()
+	payload.APIVersion, payload.Kind = virtv1.SchemeGroupVersion.String(), "VirtualMachineInstance"
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return launcherv1.SyncRequest{}, fmt.Errorf("encode instance: %w", err)
+	}
+	return launcherv1.SyncRequest{VMI: raw, Emulation: emulate}, nil
 }
 
 // reconcileDelete asks a running guest for an ACPI shutdown within the instance's grace period; the

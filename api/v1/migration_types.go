@@ -58,6 +58,11 @@ const (
 	MigrationFailed          VirtualMachineInstanceMigrationPhase = "Failed"
 )
 
+// IsFinal reports whether the migration has ended (Succeeded or Failed).
+func (p VirtualMachineInstanceMigrationPhase) IsFinal() bool {
+	return p == MigrationSucceeded || p == MigrationFailed
+}
+
 // VirtualMachineInstanceMigrationStatus is the observed state of a migration.
 type VirtualMachineInstanceMigrationStatus struct {
 	// +optional

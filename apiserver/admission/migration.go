@@ -46,15 +46,11 @@ func (v migrationValidator) validateCreate(ctx context.Context, m *virtv1.Virtua
 		return nil, apierrors.NewInternalError(fmt.Errorf("list migrations in %s: %w", m.Namespace, err))
 	}
 	for _, other := range migrations.Items {
-		if other.Spec.VMIName == m.Spec.VMIName && other.Name != m.Name && !migrationFinished(other.Status.Phase) {
+		if other.Spec.VMIName == m.Spec.VMIName && other.Name != m.Name && !other.Status.Phase.IsFinal() {
 			return field.ErrorList{field.Invalid(fld, m.Spec.VMIName, fmt.Sprintf("migration %s of this instance is in progress (phase %q)", other.Name, other.Status.Phase))}, nil
 		}
 	}
 	return nil, nil
-}
-
-func migrationFinished(p virtv1.VirtualMachineInstanceMigrationPhase) bool {
-	return p == virtv1.MigrationSucceeded || p == virtv1.MigrationFailed
 }
 
 func (migrationValidator) ValidateUpdate(_ context.Context, old, m *virtv1.VirtualMachineInstanceMigration) (admission.Warnings, error) {

@@ -82,7 +82,7 @@ func (r *Reconciler) migrationsOf(ctx context.Context, obj client.Object) []reco
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		if m := &list.Items[i]; m.Spec.VMIName == obj.GetName() && !finished(m.Status.Phase) {
+		if m := &list.Items[i]; m.Spec.VMIName == obj.GetName() && !m.Status.Phase.IsFinal() {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
 		}
 	}
@@ -107,10 +107,6 @@ func (r *Reconciler) migrationOfPod(ctx context.Context, obj client.Object) []re
 	return nil
 }
 
-func finished(p virtv1.VirtualMachineInstanceMigrationPhase) bool {
-	return p == virtv1.MigrationSucceeded || p == virtv1.MigrationFailed
-}
-
 // Reconcile moves one migration along and writes its phase once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	m := &virtv1.VirtualMachineInstanceMigration{}
@@ -120,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if m.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.reconcileDelete(ctx, m)
 	}
-	if !finished(m.Status.Phase) && !controllerutil.ContainsFinalizer(m, virtv1.MigrationFinalizer) {
+	if !m.Status.Phase.IsFinal() && !controllerutil.ContainsFinalizer(m, virtv1.MigrationFinalizer) {
 		patch := client.MergeFrom(m.DeepCopy())
 		controllerutil.AddFinalizer(m, virtv1.MigrationFinalizer)
 		if err := r.Client.Patch(ctx, m, patch); err != nil {
@@ -132,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		_, err := statuspatch.Write(ctx, r.Client, orig, m, "migration")
 		res, retErr = statuspatch.Result(res, retErr, err)
 	}()
-	if finished(m.Status.Phase) {
+	if m.Status.Phase.IsFinal() {
 		if err := r.removeFailedTarget(ctx, m, nil); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -73,7 +73,7 @@ func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, fmt.Errorf("list migrations: %w", err)
 	}
 	for i := range list.Items {
-		if list.Items[i].Spec.VMIName == inst.Name && !finished(list.Items[i].Status.Phase) {
+		if list.Items[i].Spec.VMIName == inst.Name && !list.Items[i].Status.Phase.IsFinal() {
 			return ctrl.Result{}, nil
 		}
 	}

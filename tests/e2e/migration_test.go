@@ -33,13 +33,7 @@ func TestLiveMigration(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
 	far, host := otherNode(t, f), hostNode(t, f)
-	vm := demoVM(f.Namespace, "mover", virtv1.RunStrategyAlways, 30, "")
-	vm.Spec.Template.Spec.Affinity = preferNode(far)
-	f.Create(vm)
-	before := waitRunning(t, f, "mover", "")
-	if before.Status.NodeName != far {
-		t.Fatalf("instance on %q, want %q (preferred)", before.Status.NodeName, far)
-	}
+	before := runOnNode(t, f, "mover", far, nil)
 	if c := meta.FindStatusCondition(before.Status.Conditions, virtv1.VirtualMachineInstanceLiveMigratable); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("LiveMigratable condition %+v, want True", c)
 	}
@@ -135,23 +129,11 @@ func TestDrainMigratesTheVM(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
 	far, host := otherNode(t, f), hostNode(t, f)
-	vm := demoVM(f.Namespace, "evacuee", virtv1.RunStrategyAlways, 30, "")
-	spec := &vm.Spec.Template.Spec
-	spec.EvictionStrategy = ptr.To(virtv1.EvictionStrategyLiveMigrate)
-	spec.Affinity = preferNode(far)
-	f.Create(vm)
-	before := waitRunning(t, f, "evacuee", "")
-	if before.Status.NodeName != far {
-		t.Fatalf("instance on %q, want %q (preferred)", before.Status.NodeName, far)
-	}
+	before := runOnNode(t, f, "evacuee", far, ptr.To(virtv1.EvictionStrategyLiveMigrate))
 	upBefore := waitUptime(t, f, before)
 
-	// virt-api sees each launcher eviction (its webhook fails closed): keep it off the drained node.
-	moveDeploymentsOff(t, f, far)
-	t.Cleanup(func() { runKubectl(t, "uncordon", far) })
-	t0 := time.Now()
-	runKubectl(t, "drain", far, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m")
-	t.Logf("kubectl drain with a LiveMigrate VM: %s", time.Since(t0).Round(time.Millisecond))
+	took := drain(t, f, far, 4*time.Minute)
+	t.Logf("kubectl drain with a LiveMigrate VM: %s", took.Round(time.Millisecond))
 	after := getVMI(t, f, "evacuee")
 	if after.UID != before.UID || after.Status.NodeName != host || after.Status.EvacuationNodeName != "" {
 		t.Fatalf("after the drain: instance %s on %q (evacuation mark %q); want %s on %q, unmarked",

@@ -435,26 +435,42 @@ func TestDrainRestartsTheVMElsewhere(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
 	far, host := otherNode(t, f), hostNode(t, f)
-	vm := demoVM(f.Namespace, "nomad", virtv1.RunStrategyAlways, 30, "")
-	spec := &vm.Spec.Template.Spec
-	spec.EvictionStrategy = ptr.To(virtv1.EvictionStrategyNone)
-	spec.Affinity = preferNode(far)
-	f.Create(vm)
-	first := waitRunning(t, f, "nomad", "")
-	if first.Status.NodeName != far {
-		t.Fatalf("instance on %q, want %q (preferred)", first.Status.NodeName, far)
-	}
+	first := runOnNode(t, f, "nomad", far, ptr.To(virtv1.EvictionStrategyNone))
 	waitUptime(t, f, first)
 
-	// virt-api sees each launcher eviction (its webhook fails closed): keep it off the drained node.
-	moveDeploymentsOff(t, f, far)
-	t.Cleanup(func() { runKubectl(t, "uncordon", far) })
-	runKubectl(t, "drain", far, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m")
+	drain(t, f, far, 3*time.Minute)
 	second := waitRunning(t, f, "nomad", string(first.UID))
 	if second.Status.NodeName != host {
 		t.Errorf("the VM came back on %q, want %q", second.Status.NodeName, host)
 	}
 	waitUptime(t, f, second)
+}
+
+// runOnNode creates a demo VM (runStrategy Always, 30 s grace, evictionStrategy when given) that
+// prefers node, and waits for its instance to run there.
+func runOnNode(t *testing.T, f *framework.Framework, name, node string, eviction *virtv1.EvictionStrategy) *virtv1.VirtualMachineInstance {
+	t.Helper()
+	vm := demoVM(f.Namespace, name, virtv1.RunStrategyAlways, 30, "")
+	vm.Spec.Template.Spec.EvictionStrategy = eviction
+	vm.Spec.Template.Spec.Affinity = preferNode(node)
+	f.Create(vm)
+	vmi := waitRunning(t, f, name, "")
+	if vmi.Status.NodeName != node {
+		t.Fatalf("instance on %q, want %q (preferred)", vmi.Status.NodeName, node)
+	}
+	return vmi
+}
+
+// drain runs kubectl drain of node (uncordoned at cleanup) and returns how long it took. virt-api
+// sees each launcher eviction and its webhook fails closed, so Podvirt's Deployments are moved off
+// the node first.
+func drain(t *testing.T, f *framework.Framework, node string, timeout time.Duration) time.Duration {
+	t.Helper()
+	moveDeploymentsOff(t, f, node)
+	t.Cleanup(func() { runKubectl(t, "uncordon", node) })
+	start := time.Now()
+	runKubectl(t, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+timeout.String())
+	return time.Since(start)
 }
 
 // runKubectl runs the cluster's kubectl and fails the test with its output when it fails.
