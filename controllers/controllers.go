@@ -39,10 +39,8 @@ type Options struct {
 }
 
 // DefaultConcurrentReconciles is how many objects each controller reconciles at once (never one
-// object twice at once), unless virt-controller's --concurrent-reconciles says otherwise. It stays
-// 1: with 8, TestRunStrategyTransitions failed under load (a RerunOnFailure VM not rerun within
-// 30 s, 1 run in 2 beside another envtest package; never with 1) and the cause is not found yet.
-const DefaultConcurrentReconciles = 1
+// object twice at once), unless virt-controller's --concurrent-reconciles says otherwise.
+const DefaultConcurrentReconciles = 8
 
 // CacheOptions limits the manager's cache to what the controllers read: launcher Pods only (by
 // label) and leases in Podvirt's namespace only.

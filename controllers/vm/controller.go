@@ -40,6 +40,8 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+
+	writes statuspatch.OwnWrites
 }
 
 // SetupWithManager registers the controller: VirtualMachines, their instances (owned or orphaned:
@@ -103,11 +105,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.writes.Behind(vm) {
+		return ctrl.Result{RequeueAfter: statuspatch.ConflictRetry}, nil // the event of our last write follows
+	}
 	s := &scope{vm: vm, now: r.Clock.Now()}
 	orig := vm.DeepCopy()
 	defer func() {
 		// The optimistic lock keeps a concurrently appended state-change request from being lost.
-		_, err := statuspatch.Write(ctx, r.Client, orig, vm, "VirtualMachine")
+		_, err := r.writes.Write(ctx, r.Client, orig, vm, "VirtualMachine")
 		res, retErr = statuspatch.Result(res, retErr, err)
 	}()
 

@@ -37,8 +37,9 @@ type decision struct {
 	retryAfter time.Duration
 	// stoppedReason explains, for the Stopped condition, why no instance is wanted.
 	stoppedReason string
-	// queueStart records a Start request with the deletion, so the replacement is created once the
-	// old instance is gone even though the run strategy alone would not start it (RerunOnFailure).
+	// queueStart records a Start request, which then replaces the failed instance: the request
+	// path deletes it and creates the next one even though the run strategy alone would not start
+	// it once the old one is gone (RerunOnFailure).
 	queueStart bool
 	// waitingForClaims is set when an instance is wanted but its claims do not exist yet.
 	waitingForClaims bool
@@ -112,7 +113,12 @@ func decide(vm *virtv1.VirtualMachine, cur observed, now time.Time) decision {
 			return decision{stoppedReason: "Stopped"}
 		}
 		d := keepRunning(vm, cur, now, func(p virtv1.VirtualMachineInstancePhase) bool { return p == virtv1.Failed })
-		d.queueStart = d.action == actDelete
+		if d.action == actDelete {
+			// Record the rerun first (a Start request, written with the optimistic lock) and leave
+			// the deletion to the request: deleting now and losing the status write would leave the
+			// instance gone with nothing saying it is to run again.
+			return decision{queueStart: true}
+		}
 		return d
 	case virtv1.RunStrategyOnce:
 		if cur.exists {

@@ -31,6 +31,8 @@ type Reconciler struct {
 	Config    Config
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+
+	writes statuspatch.OwnWrites
 }
 
 // SetupWithManager registers the controller for instances and the Pods they own.
@@ -50,6 +52,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	vmi := &virtv1.VirtualMachineInstance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.writes.Behind(vmi) {
+		return ctrl.Result{RequeueAfter: statuspatch.ConflictRetry}, nil // the event of our last write follows
 	}
 	if vmi.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.reconcileDelete(ctx, vmi)
@@ -199,7 +204,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vmi *virtv1.VirtualMac
 // writeStatus writes the status if it changed (the node agent writes the same object: see
 // statuspatch) and records an Event when the instance ended.
 func (r *Reconciler) writeStatus(ctx context.Context, orig, vmi *virtv1.VirtualMachineInstance) error {
-	wrote, err := statuspatch.Write(ctx, r.Client, orig, vmi, "instance")
+	wrote, err := r.writes.Write(ctx, r.Client, orig, vmi, "instance")
 	if err != nil || !wrote {
 		return err
 	}

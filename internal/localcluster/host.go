@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 )
 
 // packages are the Debian packages the cluster runs on.

@@ -85,3 +85,31 @@ func TestWrite(t *testing.T) {
 	assert.NoError(t, err, "an object that is gone is not an error")
 	assert.False(t, wrote)
 }
+
+func TestOwnWritesTellAStaleReadFromAFreshOne(t *testing.T) {
+	ctx := context.Background()
+	vm := &virtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm", UID: "uid"}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(vm).WithStatusSubresource(vm).Build()
+	var w OwnWrites
+	orig := &virtv1.VirtualMachine{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(vm), orig))
+	assert.False(t, w.Behind(orig), "nothing written yet")
+
+	wrote, err := w.Write(ctx, c, orig, orig.DeepCopy(), "VirtualMachine")
+	require.NoError(t, err)
+	require.False(t, wrote)
+	assert.False(t, w.Behind(orig), "an unchanged status is not a write")
+
+	changed := orig.DeepCopy()
+	changed.Status.PrintableStatus = virtv1.VirtualMachineStatusStopped
+	wrote, err = w.Write(ctx, c, orig, changed, "VirtualMachine")
+	require.NoError(t, err)
+	require.True(t, wrote)
+	assert.True(t, w.Behind(orig), "a cache still holding the version the write replaced is behind")
+	assert.True(t, w.Behind(orig), "and stays behind until it moves")
+
+	fresh := &virtv1.VirtualMachine{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(vm), fresh))
+	assert.False(t, w.Behind(fresh), "the cache has the write")
+	assert.False(t, w.Behind(orig), "the write is forgotten once seen")
+}

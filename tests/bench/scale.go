@@ -120,8 +120,7 @@ func (cp *controlPlane) startComponents(ctx context.Context) error {
 		{"kwok", os.Getenv("PODVIRT_KWOK"), []string{"--kubeconfig=" + kc, "--config=" + stages, "--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 			"--cidr=10.0.0.0/12", "--server-address=127.0.0.1:0"}},
 		{"virt-controller", os.Getenv("PODVIRT_VIRT_CONTROLLER"), []string{"--kubeconfig=" + kc, "--leader-elect=false", "--metrics-bind-address=0",
-			"--health-probe-bind-address=0", "--use-emulation", "--namespace=podvirt", "--node-heartbeat-threshold=24h",
-			"--concurrent-reconciles=8"}},
+			"--health-probe-bind-address=0", "--use-emulation", "--namespace=podvirt", "--node-heartbeat-threshold=24h"}},
 	} {
 		p, err := startProcess(cp.dir, c.name, c.bin, c.args...)
 		if err != nil {
