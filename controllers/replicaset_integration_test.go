@@ -118,8 +118,6 @@ func TestStaleHeartbeatFailsInstancesOnTheNode(t *testing.T) {
 		require.NoError(t, e.Client.Create(ctx, lease))
 		return lease
 	}
-	// The fresh lease is created first: the node-health controller (one worker, a FIFO queue) has
-	// judged it by the time it fails the instance of the stale one.
 	freshLease := heartbeatAt("node-ok", clk.Now())
 	heartbeatAt("node-lost", clk.Now().Add(-time.Minute))
 	eventually(t, "vm-lost: NodeUnresponsive, then replaced", func() bool {

@@ -314,13 +314,14 @@ func (r *Reconciler) follow(ctx context.Context, m *virtv1.VirtualMachineInstanc
 // failInstanceMigration records the failure in the instance's migration state (the source's
 // agent stops waiting for the target) and fails the migration.
 //
-// Once the source's agent has started the transfer only it may end it (the guest may be arriving
-// at the target right now): the controller asks for an abort (abortRequested) and the agent
-// records the outcome — unless the instance no longer runs at all.
+// Once the target is ready the source's agent may start the transfer at any moment (it records
+// the start only after asking its launcher), and once started only it may end it (the guest may be
+// arriving at the target right now): the controller asks for an abort (abortRequested) and the
+// agent records the outcome — unless the instance no longer runs at all.
 func (r *Reconciler) failInstanceMigration(ctx context.Context, m *virtv1.VirtualMachineInstanceMigration, inst *virtv1.VirtualMachineInstance, why string) error {
 	orig := inst.DeepCopy()
 	ms := inst.Status.MigrationState
-	if ms.StartTimestamp != nil && inst.Status.Phase == virtv1.Running && inst.DeletionTimestamp == nil {
+	if (ms.TargetNodeAddress != "" || ms.StartTimestamp != nil) && inst.Status.Phase == virtv1.Running && inst.DeletionTimestamp == nil {
 		if !ms.AbortRequested {
 			ms.AbortRequested, ms.AbortStatus = true, virtv1.MigrationAbortInProgress
 			r.Recorder.Eventf(m, inst, corev1.EventTypeWarning, ReasonMigrationFailed, "Abort", "Aborting the migration: %s", why)
@@ -344,8 +345,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, m *virtv1.VirtualMachi
 	if !controllerutil.ContainsFinalizer(m, virtv1.MigrationFinalizer) {
 		return nil
 	}
+	// Uncached: a cache that has not yet seen this migration's state on the instance would release
+	// it and leave that state unfinished for ever.
 	inst := &virtv1.VirtualMachineInstance{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.VMIName}, inst)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.VMIName}, inst)
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("get instance: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -91,32 +92,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: r.Threshold}, nil
 }
 
-// failInstance marks one instance Failed (NodeUnresponsive) and deletes its launcher Pod; the Pod
-// is removed at once when the node itself is not Ready (no kubelet will ever confirm its end).
+// failInstance marks one instance Failed (NodeUnresponsive), then removes its launcher Pod. Both
+// steps are level based: a Pod whose deletion failed or was cut short is deleted again next time.
 func (r *Reconciler) failInstance(ctx context.Context, vmi *virtv1.VirtualMachineInstance, node string, now time.Time) error {
-	if vmi.Status.Phase.IsFinal() {
+	if !vmi.Status.Phase.IsFinal() {
+		orig := vmi.DeepCopy()
+		vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonNodeUnresponsive, metav1.NewTime(now))
+		meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
+			Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: virtv1.ReasonNodeUnresponsive,
+			Message: fmt.Sprintf("The node agent on %s stopped heart-beating more than %s ago", node, r.Threshold),
+		})
+		if wrote, err := statuspatch.Write(ctx, r.Client, orig, vmi, "instance "+vmi.Name); err != nil || !wrote {
+			return err
+		}
+		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonNodeUnresponsive, "Fail", "The node agent on %s is unresponsive; the instance is considered failed", node)
+	}
+	if vmi.Status.Phase != virtv1.Failed || vmi.Status.Reason != virtv1.ReasonNodeUnresponsive || vmi.Status.LauncherPod == "" {
 		return nil
 	}
-	orig := vmi.DeepCopy()
-	vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonNodeUnresponsive, metav1.NewTime(now))
-	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
-		Type: virtv1.VirtualMachineInstanceReady, Status: metav1.ConditionFalse, Reason: virtv1.ReasonNodeUnresponsive,
-		Message: fmt.Sprintf("The node agent on %s stopped heart-beating more than %s ago", node, r.Threshold),
-	})
-	if wrote, err := statuspatch.Write(ctx, r.Client, orig, vmi, "instance "+vmi.Name); err != nil || !wrote {
-		return err
-	}
-	r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonNodeUnresponsive, "Fail", "The node agent on %s is unresponsive; the instance is considered failed", node)
+	return r.removePod(ctx, vmi, node)
+}
 
-	if vmi.Status.LauncherPod == "" {
-		return nil
+// removePod deletes the launcher Pod of an instance failed for its node, at once when the node
+// itself is not Ready (no kubelet will ever confirm the Pod's end).
+func (r *Reconciler) removePod(ctx context.Context, vmi *virtv1.VirtualMachineInstance, node string) error {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: vmi.Namespace, Name: vmi.Status.LauncherPod}, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	n := &corev1.Node{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: node}, n)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get node %s: %w", node, err)
+	}
+	now := apierrors.IsNotFound(err) || !nodeReady(n)
+	if pod.DeletionTimestamp != nil && (!now || ptr.Deref(pod.DeletionGracePeriodSeconds, 1) == 0) {
+		return nil // being deleted as it should be
 	}
 	var opts []client.DeleteOption
-	n := &corev1.Node{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: node}, n); apierrors.IsNotFound(err) || (err == nil && !nodeReady(n)) {
+	if now {
 		opts = append(opts, client.GracePeriodSeconds(0))
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: vmi.Status.LauncherPod}}
 	if err := r.Client.Delete(ctx, pod, opts...); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete launcher pod of %s: %w", vmi.Name, err)
 	}

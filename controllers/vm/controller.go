@@ -130,6 +130,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	vmi := &virtv1.VirtualMachineInstance{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.vm), vmi)
+	if apierrors.IsNotFound(err) && stopRequested(s.vm) {
+		// A Stop request for an instance the cache has not seen yet (just created) would be dropped
+		// as done: confirm the instance is gone before deciding.
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.vm), vmi)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -146,6 +151,12 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	}
 	s.vols = vols
 	return nil
+}
+
+// stopRequested reports whether the first state-change request stops a particular instance.
+func stopRequested(vm *virtv1.VirtualMachine) bool {
+	reqs := vm.Status.StateChangeRequests
+	return len(reqs) > 0 && reqs[0].Action == virtv1.StopRequest && reqs[0].UID != nil
 }
 
 // adopt takes an orphaned instance of this VM's name under its control. Before adopting it
@@ -245,7 +256,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if err == nil && d.queueStart {
 		s.vm.Status.StateChangeRequests = append(s.vm.Status.StateChangeRequests, virtv1.VirtualMachineStateChangeRequest{Action: virtv1.StartRequest})
 	}
-	if err == nil {
+	if err == nil && !startHeldBack(d, s.vmi) {
+		// Recorded once acted on: RerunOnFailure and Once start only while it differs.
 		s.vm.Status.RunStrategy = s.vm.Spec.EffectiveRunStrategy()
 	}
 	r.setStatus(s, d)
@@ -257,6 +269,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		result.RequeueAfter = optionalapi.Recheck
 	}
 	return result, nil
+}
+
+// startHeldBack reports whether the decision defers a start that the run strategy asked for
+// (waiting for claims, or the crash-loop backoff with no instance).
+func startHeldBack(d decision, vmi *virtv1.VirtualMachineInstance) bool {
+	return d.waitingForClaims || (d.retryAfter > 0 && vmi == nil)
 }
 
 // act carries out the decision's action on the instance.

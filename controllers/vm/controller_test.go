@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,4 +59,29 @@ func TestRerunSurvivesALostStatusWrite(t *testing.T) {
 	next := &virtv1.VirtualMachineInstance{}
 	require.NoError(t, c.Get(ctx, key, next), "the failed instance was rerun")
 	require.NotEqual(t, failed.UID, next.UID)
+}
+
+// A start held back (here: waiting for a claim) is not a start: RerunOnFailure and Once VMs, which
+// start only while their strategy is not yet recorded, start once the claim appears.
+func TestHeldBackStartHappensLater(t *testing.T) {
+	for _, strategy := range []virtv1.VirtualMachineRunStrategy{virtv1.RunStrategyRerunOnFailure, virtv1.RunStrategyOnce} {
+		t.Run(string(strategy), func(t *testing.T) {
+			ctx := context.Background()
+			vm := mkVM(withStrategy(strategy))
+			vm.Spec.Template = &virtv1.VirtualMachineInstanceTemplateSpec{Spec: virtv1.VirtualMachineInstanceSpec{Volumes: []virtv1.Volume{{
+				Name: "data", VolumeSource: virtv1.VolumeSource{PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}},
+			}}}}
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(vm).WithStatusSubresource(vm).Build()
+			r := &Reconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(now)}
+			key := client.ObjectKeyFromObject(vm)
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			require.NoError(t, err)
+			require.True(t, apierrors.IsNotFound(c.Get(ctx, key, &virtv1.VirtualMachineInstance{})), "no instance without its claim")
+
+			require.NoError(t, c.Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: "data"}}))
+			_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+			require.NoError(t, err)
+			require.NoError(t, c.Get(ctx, key, &virtv1.VirtualMachineInstance{}), "started once the claim exists")
+		})
+	}
 }

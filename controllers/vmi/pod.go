@@ -78,11 +78,11 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	}
 	volumes, computeMounts := podVolumes(vmi)
 	disks := diskContainers(vmi, cfg)
-	var inits []corev1.Container
+	compute := computeContainer(vmi, cfg, resources, computeMounts)
 	if len(disks) > 0 {
-		inits = []corev1.Container{installContainer(cfg)}
+		installHelper(&compute)
 	}
-	containers := append([]corev1.Container{computeContainer(vmi, cfg, resources, computeMounts)}, disks...)
+	containers := append([]corev1.Container{compute}, disks...)
 	if log := vmi.Spec.Domain.Devices.LogSerialConsole; log == nil || *log {
 		containers = append(containers, consoleLogContainer(cfg))
 	}
@@ -114,7 +114,6 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			SecurityContext:               podSecurity(cfg),
 			ImagePullSecrets:              pullSecrets(vmi),
 			ServiceAccountName:            serviceAccount(vmi),
-			InitContainers:                inits,
 			Containers:                    containers,
 			Volumes:                       volumes,
 		},
@@ -220,23 +219,22 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.V
 	return volumes, mounts
 }
 
-// installContainer, the one init container, installs the static container-disk helper into the
-// bin volume, so that the disk containers can run it in images that have no binaries at all.
-func installContainer(cfg Config) corev1.Container {
-	return corev1.Container{
-		Name:            "container-disk-binary",
-		Image:           cfg.LauncherImage,
-		ImagePullPolicy: cfg.LauncherPullPolicy,
-		Command:         []string{launcherv1.ContainerDiskBinary, "install", launcherv1.BinDir},
-		VolumeMounts:    []corev1.VolumeMount{binMount},
-		Resources:       helperResources(),
-		SecurityContext: containerSecurity(),
-	}
+// installHelper makes the compute container (the first container) install the static
+// container-disk helper into the bin volume in its postStart hook, so that the disk containers can
+// run it in images that have no binaries at all. The kubelet starts a Pod's containers in order and
+// the next only once the previous one's postStart hook has returned, so the helper is there when
+// the disk containers start — without an init container, whose exit the kubelet would only notice
+// at its next relist (up to a second on every start).
+func installHelper(c *corev1.Container) {
+	c.VolumeMounts = append(c.VolumeMounts, binMount)
+	c.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{
+		Exec: &corev1.ExecAction{Command: []string{launcherv1.ContainerDiskBinary, "install", launcherv1.BinDir}},
+	}}
 }
 
 // diskContainers copy the files out of their images into the private directory while the launcher
-// starts (regular containers, not init containers: nothing waits on the kubelet noticing each one
-// end): one per containerDisk volume, one for the kernelBoot kernel and initrd. The launcher waits
+// starts (regular containers, not init containers: nothing waits on the kubelet noticing one end):
+// one per containerDisk volume, one for the kernelBoot kernel and initrd. The launcher waits
 // for the files before it starts the guest; the images themselves are never modified.
 func diskContainers(vmi *virtv1.VirtualMachineInstance, cfg Config) []corev1.Container {
 	var out []corev1.Container

@@ -3,6 +3,7 @@ package vmi
 import (
 	"flag"
 	"os"
+	"path"
 	"path/filepath"
 	"testing"
 
@@ -168,25 +169,35 @@ func TestPodNameIsDeterministicAndShort(t *testing.T) {
 	assert.LessOrEqual(t, len(PodName(long)), 63)
 }
 
-// Disk containers copy containerDisk and kernelBoot files; only then is the helper installed by
-// the one init container. An instance with neither has no init container at all.
+// Disk containers copy containerDisk and kernelBoot files with the helper the compute container,
+// started first, installs in its postStart hook. No init container: its exit would cost a relist.
+// An instance with neither has no hook at all.
 func TestRenderPodDiskContainers(t *testing.T) {
 	v := seedInstance(t)
 	pod, err := RenderPod(v, testConfig())
 	require.NoError(t, err)
-	require.Len(t, pod.Spec.InitContainers, 1)
+	assert.Empty(t, pod.Spec.InitContainers)
 	names := []string{}
 	for _, c := range pod.Spec.Containers {
 		names = append(names, c.Name)
 	}
 	assert.Equal(t, launcherv1.ComputeContainer, names[0], "the launcher starts first")
 	assert.Equal(t, launcherv1.ConsoleLogContainer, names[len(names)-1])
+	compute := pod.Spec.Containers[0]
+	require.NotNil(t, compute.Lifecycle)
+	assert.Equal(t, []string{launcherv1.ContainerDiskBinary, "install", launcherv1.BinDir}, compute.Lifecycle.PostStart.Exec.Command)
+	assert.Contains(t, compute.VolumeMounts, binMount)
+	for _, c := range pod.Spec.Containers[1 : len(names)-1] {
+		assert.Contains(t, c.VolumeMounts, binMount, c.Name)
+		assert.Equal(t, path.Join(launcherv1.BinDir, path.Base(launcherv1.ContainerDiskBinary)), c.Command[0], c.Name)
+	}
 
 	noDisks := v.DeepCopy()
 	noDisks.Spec.Volumes = nil
 	noDisks.Spec.Domain.Devices.Disks = nil
 	pod, err = RenderPod(noDisks, testConfig())
 	require.NoError(t, err)
-	assert.Empty(t, pod.Spec.InitContainers)
+	assert.Nil(t, pod.Spec.Containers[0].Lifecycle)
+	assert.NotContains(t, pod.Spec.Containers[0].VolumeMounts, binMount)
 	assert.Len(t, pod.Spec.Containers, 2, "compute and guest-console-log")
 }

@@ -44,7 +44,7 @@ func vmi(name string, grace int64) *virtv1.VirtualMachineInstance {
 	}
 }
 
-// withBootSector adds the 512-byte test guest as a containerDisk, copied the way the init container
+// withBootSector adds the 512-byte test guest as a containerDisk, copied the way the disk container
 // does it (container-disk copy SRC DIR/), as a qcow2 image.
 func withBootSector(t *testing.T, p *pod, v *virtv1.VirtualMachineInstance) string {
 	t.Helper()

@@ -278,7 +278,7 @@ func TestRealGuestSecureBootRefusesTheUnsignedDemoGuest(t *testing.T) {
 }
 
 // TestRealGuestKernelBoot boots the demo kernel and initramfs by kernelBoot, as copied into the
-// private dir by the kernelBoot init container.
+// private dir by the kernel-boot disk container.
 func TestRealGuestKernelBoot(t *testing.T) {
 	guest := demoGuest(t)
 	p := startPod(t, "kboot")

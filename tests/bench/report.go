@@ -67,7 +67,7 @@ func (res results) report() string {
 		vmiStart, podStart,
 		res.vmiSeries("  VMI create → Scheduling (launcher Pod created)", func(v vmiRun) time.Duration { return v.scheduling }),
 		res.vmiSeries("  VMI create → Scheduled (launcher Pod running)", func(v vmiRun) time.Duration { return v.scheduled }),
-		res.vmiSeries("  launcher Pod appears → Running (init containers)", func(v vmiRun) time.Duration { return v.podStart }),
+		res.vmiSeries("  launcher Pod appears → Running", func(v vmiRun) time.Duration { return v.podStart }),
 		res.vmiSeries("VMI create → Running (apiserver timestamps, 1 s steps)", func(v vmiRun) time.Duration { return v.apiRun }),
 		res.podSeries("Pod create → Running (apiserver timestamps, 1 s steps)", func(p podRun) time.Duration { return p.apiRun }),
 		res.vmiSeries("VMI create → first console byte (runtime log time)", func(v vmiRun) time.Duration { return v.firstLogged }),

@@ -56,8 +56,9 @@ const (
 	// node agent can read how the guest ended after the launcher is gone.
 	ExitFile = "launcher-exit.json"
 
-	// BinVolume is the emptyDir the one init container copies the static container-disk helper into,
-	// so that images without any binaries (containerDisk images are often FROM scratch) can run it.
+	// BinVolume is the emptyDir the compute container's postStart hook copies the static
+	// container-disk helper into, so that images without any binaries (containerDisk images are
+	// often FROM scratch) can run it.
 	BinVolume = "podvirt-bin"
 	// BinDir is where BinVolume is mounted.
 	BinDir = "/var/run/podvirt-bin"
