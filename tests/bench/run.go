@@ -46,11 +46,13 @@ type podRun struct {
 	gone   time.Duration
 }
 
-// runner creates and measures objects in the framework's namespace.
+// runner creates and measures objects in the framework's namespace, all on node (this machine:
+// the memory figures read its cgroups).
 type runner struct {
 	f    *framework.Framework
 	rec  *phaseRecorder
 	seed virtv1.VirtualMachineInstanceSpec
+	node string
 }
 
 func vmiKey(name string) string { return "vmi/" + name }
@@ -60,6 +62,7 @@ func podKey(name string) string { return "pod/" + name }
 func (r *runner) newVMI(name, cpu string) *virtv1.VirtualMachineInstance {
 	vmi := &virtv1.VirtualMachineInstance{Spec: *r.seed.DeepCopy()}
 	vmi.Name, vmi.Namespace = name, r.f.Namespace
+	vmi.Spec.NodeSelector = map[string]string{corev1.LabelHostname: r.node}
 	if cpu != "" {
 		vmi.Spec.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
 	}
@@ -69,6 +72,7 @@ func (r *runner) newVMI(name, cpu string) *virtv1.VirtualMachineInstance {
 // newPod is the e2e probe sleeping, asking for the guest's memory and the launcher's CPU.
 func (r *runner) newPod(name, cpu string) *corev1.Pod {
 	pod := r.f.ProbePod(name, corev1.RestartPolicyNever, "sleep")
+	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: r.node}
 	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(cpu),
 		corev1.ResourceMemory: r.seed.Domain.Resources.Requests[corev1.ResourceMemory],

@@ -32,7 +32,7 @@ func BenchmarkNodeSide(b *testing.B) {
 	out := os.Stdout // the benchmark's log is cut after 10 lines: the figures go to stdout
 	f := framework.New(b)
 	requireDeployed(f)
-	r := &runner{f: f, rec: newPhaseRecorder(), seed: seedSpec(b)}
+	r := &runner{f: f, rec: newPhaseRecorder(), seed: seedSpec(b), node: f.HostNode()}
 	stop := r.watch(f.Context())
 	defer stop()
 	ctx := f.Context()

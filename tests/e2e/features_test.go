@@ -371,7 +371,7 @@ func TestHostDiskKeepsDataAcrossStopStart(t *testing.T) {
 	// disk directory is this machine's.
 	dir := filepath.Join(launcherv1.HostDiskRoot, f.Namespace)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	diskKeepsDataAcrossStopStart(t, f, "hostdisk", hostNode(t, f), virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{
+	diskKeepsDataAcrossStopStart(t, f, "hostdisk", f.HostNode(), virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{
 		Path: filepath.Join(dir, "data.img"), Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("64Mi"),
 	}})
 	if fi, err := os.Stat(filepath.Join(dir, "data.img")); err != nil || fi.Size() != 64<<20 {

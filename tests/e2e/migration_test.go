@@ -32,7 +32,7 @@ import (
 func TestLiveMigration(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
-	far, host := otherNode(t, f), hostNode(t, f)
+	far, host := otherNode(t, f), f.HostNode()
 	before := runOnNode(t, f, "mover", far, nil)
 	if c := meta.FindStatusCondition(before.Status.Conditions, virtv1.VirtualMachineInstanceLiveMigratable); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("LiveMigratable condition %+v, want True", c)
@@ -128,7 +128,7 @@ func getVMI(t *testing.T, f *framework.Framework, name string) *virtv1.VirtualMa
 func TestDrainMigratesTheVM(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
-	far, host := otherNode(t, f), hostNode(t, f)
+	far, host := otherNode(t, f), f.HostNode()
 	before := runOnNode(t, f, "evacuee", far, ptr.To(virtv1.EvictionStrategyLiveMigrate))
 	upBefore := waitUptime(t, f, before)
 

@@ -29,9 +29,6 @@ import (
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
-// hostNodeIP is the InternalIP of the local cluster's first node, the machine itself.
-const hostNodeIP = "10.218.0.1"
-
 // e2eNodes is how many nodes the e2e tests need (`make e2e` brings up E2E_NODES=2).
 const e2eNodes = 2
 
@@ -58,28 +55,10 @@ func readyNodes(t *testing.T, f *framework.Framework, n int) []string {
 	return names
 }
 
-// hostNode is the name of the node that is this machine itself (its first node).
-func hostNode(t *testing.T, f *framework.Framework) string {
-	t.Helper()
-	nodes := &corev1.NodeList{}
-	if err := f.Client.List(f.Context(), nodes); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes.Items {
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP && a.Address == hostNodeIP {
-				return n.Name
-			}
-		}
-	}
-	t.Fatalf("no node has InternalIP %s (is KUBECONFIG the local cluster's?)", hostNodeIP)
-	return ""
-}
-
 // otherNode is a Ready node that is not this machine itself.
 func otherNode(t *testing.T, f *framework.Framework) string {
 	t.Helper()
-	host := hostNode(t, f)
+	host := f.HostNode()
 	for _, n := range readyNodes(t, f, e2eNodes) {
 		if n != host {
 			return n
@@ -202,7 +181,7 @@ func TestVMOnSecondNode(t *testing.T) {
 func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
-	far, host := otherNode(t, f), hostNode(t, f)
+	far, host := otherNode(t, f), f.HostNode()
 	// virt-api serves the admission webhooks (failurePolicy Fail) every new instance passes: it must
 	// not be lost with the node (a real cluster runs it replicated; here it has one replica).
 	moveDeploymentsOff(t, f, far)
@@ -434,7 +413,7 @@ func restoreNodes(t *testing.T, f *framework.Framework) {
 func TestDrainRestartsTheVMElsewhere(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
-	far, host := otherNode(t, f), hostNode(t, f)
+	far, host := otherNode(t, f), f.HostNode()
 	first := runOnNode(t, f, "nomad", far, ptr.To(virtv1.EvictionStrategyNone))
 	waitUptime(t, f, first)
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podvirt/podvirt/internal/localcluster"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,4 +118,24 @@ func containerStates(p *corev1.Pod) string {
 		return "no container status yet"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// HostNode is the name of the local cluster's node that is this machine itself (its first node:
+// the one whose cgroups and processes the tests can read directly).
+func (f *Framework) HostNode() string {
+	f.t.Helper()
+	ip := localcluster.DefaultConfig().NodeIP.String()
+	nodes := &corev1.NodeList{}
+	if err := f.Client.List(f.Context(), nodes); err != nil {
+		f.t.Fatalf("list nodes: %v", err)
+	}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && a.Address == ip {
+				return n.Name
+			}
+		}
+	}
+	f.t.Fatalf("no node has InternalIP %s (is KUBECONFIG the local cluster's?)", ip)
+	return ""
 }
