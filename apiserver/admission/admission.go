@@ -110,7 +110,8 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
 	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
 	errs = append(errs, validateBridges(spec, domain.Child("devices", "interfaces"))...)
-	errs = append(errs, validateReadinessProbe(spec, fld.Child("readinessProbe"))...)
+	errs = append(errs, validateProbe(spec, spec.ReadinessProbe, fld.Child("readinessProbe"))...)
+	errs = append(errs, validateProbe(spec, spec.LivenessProbe, fld.Child("livenessProbe"))...)
 	for i, d := range spec.Domain.Devices.Disks {
 		if d.CDRom != nil && d.CDRom.Bus == virtv1.DiskBusVirtio {
 			errs = append(errs, field.NotSupported(domain.Child("devices", "disks").Index(i).Child("cdrom", "bus"),
@@ -189,11 +190,10 @@ func validateBridges(spec *virtv1.VirtualMachineInstanceSpec, interfaces *field.
 	return errs
 }
 
-// validateReadinessProbe wants a handler (httpGet; the others are refused by their family) whose
-// port is a number, and a pod network interface: the launcher forwards the port to the guest, and
-// there is no container port a name could resolve to.
-func validateReadinessProbe(spec *virtv1.VirtualMachineInstanceSpec, at *field.Path) field.ErrorList {
-	p := spec.ReadinessProbe
+// validateProbe wants a handler (httpGet; the others are refused by their family) whose port is a
+// number, and a pod network interface: the launcher forwards the port to the guest, and there is no
+// container port a name could resolve to.
+func validateProbe(spec *virtv1.VirtualMachineInstanceSpec, p *virtv1.Probe, at *field.Path) field.ErrorList {
 	switch {
 	case p == nil || p.Exec != nil || p.GuestAgentPing != nil || p.TCPSocket != nil:
 		return nil

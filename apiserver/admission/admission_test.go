@@ -95,6 +95,16 @@ func TestValidateInstanceSpec(t *testing.T) {
 		{"firmware uuid not a UUID", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Firmware = &virtv1.Firmware{UUID: "../../../var/run/podvirt/pvc/data"}
 		}, "spec.domain.firmware.uuid"},
+		{"liveness probe", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Networks = []virtv1.Network{{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}}}
+			s.LivenessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}}}
+		}, ""},
+		{"liveness probe on a named port", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.LivenessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("http")}}}
+		}, "spec.livenessProbe.httpGet.port"},
+		{"tcp liveness probe", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.LivenessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(22)}}}
+		}, "spec.livenessProbe.tcpSocket"},
 		{"tcp probe", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(22)}}}
 		}, "spec.readinessProbe.tcpSocket"},

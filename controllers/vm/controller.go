@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.writes.Behind(vm) {
-		return ctrl.Result{RequeueAfter: statuspatch.ConflictRetry}, nil // the event of our last write follows
+		return ctrl.Result{}, nil // the watch event of our last write brings us back
 	}
 	s := &scope{vm: vm, now: r.Clock.Now()}
 	orig := vm.DeepCopy()

@@ -54,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.writes.Behind(vmi) {
-		return ctrl.Result{RequeueAfter: statuspatch.ConflictRetry}, nil // the event of our last write follows
+		return ctrl.Result{}, nil // the watch event of our last write brings us back
 	}
 	if vmi.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.reconcileDelete(ctx, vmi)

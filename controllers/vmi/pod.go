@@ -298,12 +298,14 @@ func computeContainer(vmi *virtv1.VirtualMachineInstance, cfg Config, resources 
 		VolumeMounts:    mounts,
 		SecurityContext: containerSecurity(),
 		ReadinessProbe:  podProbe(vmi.Spec.ReadinessProbe),
+		LivenessProbe:   podProbe(vmi.Spec.LivenessProbe),
 	}
 }
 
 // podProbe is the compute container's probe for an instance's httpGet probe (as KubeVirt does it):
 // the kubelet reaches the guest through the port the launcher forwards from the Pod's address. The
-// Pod's readiness becomes the instance's (and the VM's).
+// Pod's readiness becomes the instance's (and the VM's); a failed liveness probe makes the kubelet
+// stop the launcher, which shuts the guest down and fails the instance (launcherv1.ReasonTerminated).
 func podProbe(p *virtv1.Probe) *corev1.Probe {
 	if p == nil || p.HTTPGet == nil {
 		return nil

@@ -92,7 +92,7 @@ func TestRenderPodGolden(t *testing.T) {
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/vm": "vm-cirros"}},
 	}}
 
-	// Guest memory in huge pages, a TPM whose state persists, a readiness probe.
+	// Guest memory in huge pages, a TPM whose state persists, readiness and liveness probes.
 	hugeTPM := seedInstance(t)
 	hugeTPM.Name = "hugepages-tpm"
 	hugeTPM.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
@@ -100,6 +100,8 @@ func TestRenderPodGolden(t *testing.T) {
 	hugeTPM.Spec.Domain.Devices.TPM = &virtv1.TPMDevice{Persistent: ptr.To(true)}
 	hugeTPM.Spec.ReadinessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
 		InitialDelaySeconds: 10, PeriodSeconds: 5, FailureThreshold: 3}
+	hugeTPM.Spec.LivenessProbe = &virtv1.Probe{ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/alive", Port: intstr.FromInt32(8081)}},
+		InitialDelaySeconds: 60, PeriodSeconds: 10}
 
 	for name, v := range map[string]*virtv1.VirtualMachineInstance{"seed-vm-cirros": seed, "kernel-boot": kernelBoot, "pvc-cpu-limits": pvc, "devices-spread": devices, "hugepages-tpm": hugeTPM} {
 		t.Run(name, func(t *testing.T) {

@@ -16,7 +16,9 @@ const ownWriteMemory = time.Minute
 // OwnWrites remembers, per object, the resourceVersion each status write of one reconciler replaced.
 // A pass that reads the object from a cache still holding that version has not seen its own last
 // write: whatever it computes is stale and its status write would only lose the lock (and what it
-// decides may already be done). Behind tells it to wait for the watch event of its write instead.
+// decides may already be done). Behind tells it to wait for the watch event of its write instead,
+// without a requeue: at scale, requeues of objects whose writes the watch has not delivered yet
+// would take CPU from the apiserver that is delivering them.
 //
 // Resource versions are opaque but a cache is monotone: once the version a write replaced is gone
 // from the cache, the cache holds that write or a later version. The zero value is ready to use and

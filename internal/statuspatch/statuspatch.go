@@ -22,8 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ConflictRetry is how soon a pass whose status write lost the optimistic lock runs again (and a
-// pass that found its cache behind its own last write: see OwnWrites).
+// ConflictRetry is how soon a pass whose status write lost the optimistic lock runs again.
 const ConflictRetry = 100 * time.Millisecond
 
 // Write patches obj's status subresource with the difference from orig, under orig's

@@ -89,6 +89,7 @@ type guest struct {
 	killReq     bool
 	forced      bool
 	fenced      bool
+	terminated  bool // SIGTERM while the guest ran, without a stop request (see ReasonTerminated)
 	grace       *time.Timer
 	stopped     *lifecycle
 	misses      int
@@ -162,7 +163,8 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 			if g.dom == nil {
 				return launcherv1.Status{Message: "terminated before a guest was started"}, nil
 			}
-			g.cfg.Log.Info("Terminating: shutting the guest down", "gracePeriod", g.gracePeriod())
+			g.terminated = !g.shutdownReq && !g.killReq
+			g.cfg.Log.Info("Terminating: shutting the guest down", "gracePeriod", g.gracePeriod(), "requested", !g.terminated)
 			if err := g.shutdown(g.gracePeriod()); err != nil {
 				g.cfg.Log.Error("Shutdown on termination", "err", err)
 			}
@@ -355,6 +357,14 @@ func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 	switch {
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_MIGRATED) || g.leftByMigration():
 		return launcherv1.DomainMigrated, launcherv1.ReasonMigrated, "the guest moved to the migration target"
+	case g.terminated:
+		how := "it powered off"
+		if detail != int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN) {
+			how = "it was stopped"
+		}
+		return launcherv1.DomainCrashed, launcherv1.ReasonTerminated,
+			"the launcher was terminated while the guest ran, without a stop request: the kubelet stopped it (a failed liveness probe, " +
+				"a node shutdown) or its Pod was deleted; the guest was shut down (" + how + ")"
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN):
 		return launcherv1.DomainShutoff, launcherv1.ReasonGuestShutdown, "the guest powered off"
 	case g.killReq:

@@ -206,6 +206,69 @@ func TestReadinessProbeReachesTheGuest(t *testing.T) {
 	})
 }
 
+// A liveness probe reaches the guest through its launcher Pod: when it fails, the kubelet stops the
+// launcher, which shuts the guest down and fails the instance (reason Terminated, as KubeVirt fails
+// it); a guest whose probe passes runs on.
+func TestLivenessProbeFailsTheInstance(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	const delay, period = 30, 2
+	probe := func(port int32, threshold int32) *virtv1.Probe {
+		return &virtv1.Probe{InitialDelaySeconds: delay, PeriodSeconds: period, FailureThreshold: threshold,
+			ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(port)}}}
+	}
+	alive := demoVM(f.Namespace, "alive", virtv1.RunStrategyAlways, 0, "#!/bin/sh\nhttpd -p 8080 -h /var/www\n")
+	alive.Spec.Template.Spec.LivenessProbe = probe(8080, 3)
+	dead := demoVM(f.Namespace, "dead", virtv1.RunStrategyOnce, 0, "")
+	dead.Spec.Template.Spec.LivenessProbe = probe(8081, 2)
+	f.Create(alive)
+	f.Create(dead)
+	running := waitRunning(t, f, "alive", "")
+	first := waitRunning(t, f, "dead", "")
+
+	f.Eventually("dead failed with reason Terminated", bootTimeout+time.Minute, func(ctx context.Context) (bool, error) {
+		cur := &virtv1.VirtualMachineInstance{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(first), cur); err != nil {
+			return false, err
+		}
+		if cur.UID != first.UID {
+			return false, fmt.Errorf("a new instance %s replaced %s", cur.UID, first.UID)
+		}
+		return cur.Status.Phase == virtv1.Failed && cur.Status.Reason == launcherv1.ReasonTerminated,
+			fmt.Errorf("phase %s, reason %q", cur.Status.Phase, cur.Status.Reason)
+	})
+	pod := &corev1.Pod{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: first.Status.LauncherPod}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Phase != corev1.PodFailed {
+		t.Errorf("dead's launcher Pod is %s, want Failed", pod.Status.Phase)
+	}
+
+	// alive's probe has passed for several periods past its initial delay: it runs on, untouched.
+	f.Eventually("alive probed past its initial delay", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		cur := &virtv1.VirtualMachineInstance{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(running), cur); err != nil {
+			return false, err
+		}
+		if cur.UID != running.UID || cur.Status.Phase != virtv1.Running {
+			t.Fatalf("alive: instance %s is %s (%s), want %s Running", cur.UID, cur.Status.Phase, cur.Status.Reason, running.UID)
+		}
+		p := &corev1.Pod{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: cur.Status.LauncherPod}, p); err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == launcherv1.ComputeContainer && c.State.Running != nil {
+				up := time.Since(c.State.Running.StartedAt.Time)
+				return up > (delay+4*period)*time.Second, fmt.Errorf("compute container up %s", up.Round(time.Second))
+			}
+		}
+		t.Fatalf("alive: the compute container is not running: %+v", p.Status.ContainerStatuses)
+		return false, nil
+	})
+}
+
 // A VM with a Multus network on a cluster without Multus is stored and says, naming the network,
 // that it waits for Multus; it gets no launcher Pod.
 func TestMultusNetworkWithoutMultusSaysSo(t *testing.T) {

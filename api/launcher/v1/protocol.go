@@ -118,6 +118,10 @@ const (
 	ReasonGuestCrashed = "GuestCrashed"
 	// ReasonQemuKilled: qemu was killed without a request (e.g. by a signal from outside).
 	ReasonQemuKilled = "QemuKilled"
+	// ReasonTerminated: the launcher was terminated (SIGTERM) while its guest ran and nobody had
+	// asked to stop it: the kubelet stopped the compute container (a failed liveness probe, a node
+	// shutdown) or its Pod was deleted. The guest was shut down within its grace period.
+	ReasonTerminated = "Terminated"
 	// ReasonFenced: the launcher stopped the guest itself because its node agent went silent for
 	// longer than AgentSilenceLimit (see there).
 	ReasonFenced = "Fenced"

@@ -244,7 +244,7 @@ func TestMetadataCarriesIdentity(t *testing.T) {
 	if err := xml.Unmarshal([]byte(plan.Domain.Metadata.XML), &md); err != nil {
 		t.Fatal(err)
 	}
-	if md.UID != "6f1c9d2e-0000-4000-8000-000000000004" || len(md.Ports) != 3 || md.Ports[0].Port != 80 || md.Ports[2].Port != 8080 { // 8080: the readiness probe's
+	if md.UID != "6f1c9d2e-0000-4000-8000-000000000004" || len(md.Ports) != 4 || md.Ports[0].Port != 80 || md.Ports[2].Port != 8080 || md.Ports[3].Port != 8081 { // 8080, 8081: the probes'
 		t.Fatalf("metadata = %+v", md)
 	}
 }

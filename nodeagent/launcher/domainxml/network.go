@@ -65,10 +65,10 @@ func addInterfaces(plan *Plan, vmi *virtv1.VirtualMachineInstance) error {
 	return nil
 }
 
-// forwardProbePorts forwards the guest port the readiness probe reaches (the kubelet runs it against
-// the Pod's address) through the first interface, unless already declared.
+// forwardProbePorts forwards the guest ports the readiness and liveness probes reach (the kubelet
+// runs them against the Pod's address) through the first interface, unless already declared.
 func forwardProbePorts(plan *Plan, vmi *virtv1.VirtualMachineInstance, iface string) {
-	for _, p := range []*virtv1.Probe{vmi.Spec.ReadinessProbe} {
+	for _, p := range []*virtv1.Probe{vmi.Spec.ReadinessProbe, vmi.Spec.LivenessProbe} {
 		if p == nil || p.HTTPGet == nil {
 			continue
 		}
