@@ -237,13 +237,13 @@ func TestLivenessProbeFailsTheInstance(t *testing.T) {
 		return cur.Status.Phase == virtv1.Failed && cur.Status.Reason == launcherv1.ReasonTerminated,
 			fmt.Errorf("phase %s, reason %q", cur.Status.Phase, cur.Status.Reason)
 	})
-	pod := &corev1.Pod{}
-	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: first.Status.LauncherPod}, pod); err != nil {
-		t.Fatal(err)
-	}
-	if pod.Status.Phase != corev1.PodFailed {
-		t.Errorf("dead's launcher Pod is %s, want Failed", pod.Status.Phase)
-	}
+	f.Eventually("dead's launcher Pod Failed", time.Minute, func(ctx context.Context) (bool, error) {
+		pod := &corev1.Pod{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: first.Status.LauncherPod}, pod); err != nil {
+			return false, err
+		}
+		return pod.Status.Phase == corev1.PodFailed, fmt.Errorf("phase %s", pod.Status.Phase)
+	})
 
 	// alive's probe has passed for several periods past its initial delay: it runs on, untouched.
 	f.Eventually("alive probed past its initial delay", 2*time.Minute, func(ctx context.Context) (bool, error) {
