@@ -73,6 +73,28 @@ func TestScheduledToRunningWithConditionsAndInterfaces(t *testing.T) {
 	assert.Contains(t, warn.Note, "slower")
 }
 
+// The guest of an instance still Scheduling on this node (its Pod bound, the kubelet starting it) is
+// started at once, but nothing is written until the VMI controller's Scheduled: then Running.
+func TestStartsTheGuestAheadOfScheduled(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	n := newNode(t, ns)
+	n.start(t)
+	g := n.placeGuest(t, ns, "early", virtv1.Scheduling, nil)
+	placed := g.get(t)
+
+	eventually(t, "synced while Scheduling", func() bool { return len(g.launcher.Syncs()) == 1 })
+	assert.Never(t, func() bool { return g.get(t).ResourceVersion != placed.ResourceVersion }, 2*time.Second, 100*time.Millisecond,
+		"nothing written before the controller's Scheduled")
+
+	patch := client.MergeFrom(placed.DeepCopy())
+	placed.Status.SetPhase(virtv1.Scheduled, "", metav1.Now())
+	require.NoError(t, env.Client.Status().Patch(context.Background(), placed, patch))
+	vmi := g.waitPhase(t, virtv1.Running)
+	assert.Len(t, g.launcher.Syncs(), 1, "the guest was not started twice")
+	assert.Equal(t, metav1.ConditionTrue, condition(vmi, virtv1.VirtualMachineInstanceReady).Status)
+}
+
 func TestStartsOnlyInstancesOfItsNode(t *testing.T) {
 	e := testenv.Require(t, env)
 	ns := e.Namespace(t)

@@ -191,6 +191,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if s.handedOver {
 		return ctrl.Result{}, err
 	}
+	if orig.Status.Phase == virtv1.Scheduling {
+		// Started ahead of the Scheduled write, which the VMI controller makes once the kubelet
+		// reports the Pod running: nothing is reported before it (no write races it).
+		vmi.Status = *orig.Status.DeepCopy()
+		if s.soon {
+			return ctrl.Result{RequeueAfter: disksRetry}, err
+		}
+		return ctrl.Result{RequeueAfter: r.PollInterval}, err
+	}
 	updateStatus(vmi, s.obs)
 	switch {
 	case vmi.Status.Phase.IsFinal():
@@ -201,14 +210,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return ctrl.Result{RequeueAfter: r.PollInterval}, err
 }
 
-// owns: the instance is on this node and in the agent's hands (Scheduled or Running), or final with
+// owns: the instance is on this node and in the agent's hands (Scheduled or Running; Scheduling to
+// start its guest ahead, while the kubelet still starts the Pod's other containers), or final with
 // the controller's generic reason that the launcher's exit file can make precise.
 func (r *Reconciler) owns(vmi *virtv1.VirtualMachineInstance) bool {
 	if vmi.Status.NodeName != r.NodeName || vmi.Status.LauncherPod == "" {
 		return false
 	}
 	switch vmi.Status.Phase {
-	case virtv1.Scheduled, virtv1.Running:
+	case virtv1.Scheduling, virtv1.Scheduled, virtv1.Running:
 		return true
 	case virtv1.Succeeded, virtv1.Failed:
 		return vmi.Status.Reason == virtv1.ReasonPodCompleted || vmi.Status.Reason == virtv1.ReasonPodFailed
@@ -254,7 +264,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	} else if err := r.settleEnded(ctx, s, st); err != nil {
 		return err
 	}
-	if st.State == launcherv1.DomainNone && s.vmi.Status.Phase == virtv1.Scheduled {
+	if st.State == launcherv1.DomainNone && (s.vmi.Status.Phase == virtv1.Scheduling || s.vmi.Status.Phase == virtv1.Scheduled) {
 		if err = prepareHostDisks(r.HostDiskDir, s.vmi, s.obs.pod); err == nil {
 			st, err = r.sync(ctx, s)
 		}
@@ -336,7 +346,7 @@ func (r *Reconciler) launcherDown(s *scope, err error) error {
 	if !errors.Is(err, launcherclient.ErrUnreachable) {
 		return fmt.Errorf("launcher status: %w", err)
 	}
-	if s.vmi.Status.Phase == virtv1.Scheduled && r.sockets != nil {
+	if (s.vmi.Status.Phase == virtv1.Scheduling || s.vmi.Status.Phase == virtv1.Scheduled) && r.sockets != nil {
 		r.sockets.Await(s.launcher.SocketPath(), s.vmi)
 	}
 	return r.observeExit(s)

@@ -139,6 +139,13 @@ func vmiSpec() virtv1.VirtualMachineInstanceSpec {
 // the instance before it is created.
 func (n *node) scheduleGuest(t *testing.T, ns, name string, mutate func(*virtv1.VirtualMachineInstance)) *guest {
 	t.Helper()
+	return n.placeGuest(t, ns, name, virtv1.Scheduled, mutate)
+}
+
+// placeGuest is scheduleGuest with the phase the VMI controller wrote (Scheduling: the Pod is bound
+// to the node but the kubelet has not reported it running yet).
+func (n *node) placeGuest(t *testing.T, ns, name string, phase virtv1.VirtualMachineInstancePhase, mutate func(*virtv1.VirtualMachineInstance)) *guest {
+	t.Helper()
 	ctx := context.Background()
 	c := env.Client
 	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: vmiSpec()}
@@ -171,8 +178,8 @@ func (n *node) scheduleGuest(t *testing.T, ns, name string, mutate func(*virtv1.
 	t.Cleanup(func() { _ = l.Close() })
 
 	patch := client.MergeFrom(vmi.DeepCopy())
-	vmi.Status.Phase, vmi.Status.NodeName, vmi.Status.LauncherPod = virtv1.Scheduled, n.name, pod.Name
-	vmi.Status.PhaseTransitionTimestamps = []virtv1.VirtualMachineInstancePhaseTransitionTimestamp{{Phase: virtv1.Scheduled, PhaseTransitionTimestamp: now}}
+	vmi.Status.Phase, vmi.Status.NodeName, vmi.Status.LauncherPod = phase, n.name, pod.Name
+	vmi.Status.PhaseTransitionTimestamps = []virtv1.VirtualMachineInstancePhaseTransitionTimestamp{{Phase: phase, PhaseTransitionTimestamp: now}}
 	require.NoError(t, c.Status().Patch(ctx, vmi, patch))
 	return &guest{vmi: vmi, pod: pod, launcher: l}
 }

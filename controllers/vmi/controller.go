@@ -90,8 +90,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMac
 			return ctrl.Result{}, err
 		}
 	}
-	observePod(vmi, pod, metav1.NewTime(r.Clock.Now()))
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: observePod(vmi, pod, metav1.NewTime(r.Clock.Now()))}, nil
 }
 
 // stopFinishedPod deletes the launcher Pod of a final instance if it still runs (e.g. the guest

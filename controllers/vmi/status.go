@@ -3,6 +3,7 @@ package vmi
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,24 +14,36 @@ import (
 	"github.com/podvirt/podvirt/internal/launcherpod"
 )
 
+// bindWait is how long a new launcher Pod may wait for the scheduler's verdict before its instance
+// says Scheduling without a node (more than the creation timestamp's one-second granularity).
+const bindWait = 2 * time.Second
+
 // observePod advances the instance's status from what its launcher Pod shows; pod is nil when
 // the Pod is confirmed gone. Until Scheduled this controller owns the phase; afterwards it only
 // ends the instance when the Pod ends or vanishes (the node agent reports Running and the guest's end).
-func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.Time) {
+//
+// A new Pod the scheduler has not judged yet leaves the instance Pending for up to bindWait (the
+// scheduler binds in milliseconds): its first status write, Scheduling, then names the node, whose
+// agent can prepare the guest while the kubelet starts the Pod — in the same two writes as before
+// (Scheduling, Scheduled). It returns how soon to look again while it waits.
+func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.Time) time.Duration {
 	st := &vmi.Status
 	if st.Phase.IsFinal() {
-		return
+		return 0
 	}
 	if pod == nil {
 		if st.Phase == virtv1.Scheduling || st.Phase == virtv1.Scheduled || st.Phase == virtv1.Running {
 			st.SetPhase(virtv1.Failed, virtv1.ReasonPodDeleted, now)
 			setReady(st, virtv1.ReasonPodDeleted, "The launcher Pod was deleted")
 		}
-		return
+		return 0
+	}
+	if wait := awaitingBinding(st, pod, now); wait > 0 {
+		return wait
 	}
 	st.LauncherPod = pod.Name
 	if ms := st.MigrationState; ms != nil && !ms.Completed && !ms.Failed && ms.SourcePod == pod.Name && pod.Status.Phase == corev1.PodSucceeded {
-		return // the guest moved to the migration target: the source's node agent hands the instance over
+		return 0 // the guest moved to the migration target: the source's node agent hands the instance over
 	}
 	switch {
 	case pod.DeletionTimestamp != nil && vmi.DeletionTimestamp == nil:
@@ -52,12 +65,29 @@ func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.
 		setLiveMigratable(vmi)
 	default:
 		st.SetPhase(virtv1.Scheduling, "", now)
+		st.NodeName = pod.Spec.NodeName
 		mirrorScheduled(st, pod)
 		setSynchronized(st, pod)
 		if c := meta.FindStatusCondition(st.Conditions, virtv1.VirtualMachineInstanceReady); c == nil {
 			setReady(st, "LauncherPodStarting", "The launcher Pod is starting")
 		}
 	}
+	return 0
+}
+
+// awaitingBinding is how much longer a Pending instance waits for its new Pod's node: while the Pod
+// is pending and unbound, the scheduler has not called it unschedulable, and bindWait has not passed.
+func awaitingBinding(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod, now metav1.Time) time.Duration {
+	pending := st.Phase == "" || st.Phase == virtv1.Pending
+	if !pending || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || (pod.Status.Phase != "" && pod.Status.Phase != corev1.PodPending) {
+		return 0
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return 0 // judged: unschedulable (bound Pods have a node)
+		}
+	}
+	return max(bindWait-now.Sub(pod.CreationTimestamp.Time), 0)
 }
 
 // setReady sets Ready=False; the node agent sets Ready=True once the guest runs.

@@ -65,3 +65,27 @@ func TestObservePod(t *testing.T) {
 	assert.Equal(t, "node-a", v.Status.NodeName)
 	assert.Equal(t, "p", v.Status.LauncherPod)
 }
+
+// A new Pod the scheduler has not judged keeps the instance Pending (nothing to write) for a moment;
+// once bound, Scheduling names the node; a Pod left unjudged too long is Scheduling without one.
+func TestObservePodWaitsForTheBinding(t *testing.T) {
+	now := metav1.Now()
+	fresh := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", CreationTimestamp: now}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	v := &virtv1.VirtualMachineInstance{Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Pending}}
+	wait := observePod(v, fresh, now)
+	assert.Equal(t, bindWait, wait)
+	assert.Equal(t, virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Pending}, v.Status, "nothing changed: no write")
+
+	bound := fresh.DeepCopy()
+	bound.Spec.NodeName = "node-a"
+	assert.Zero(t, observePod(v, bound, now))
+	assert.Equal(t, virtv1.Scheduling, v.Status.Phase)
+	assert.Equal(t, "node-a", v.Status.NodeName)
+	assert.Equal(t, "p", v.Status.LauncherPod)
+
+	v = &virtv1.VirtualMachineInstance{Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Pending}}
+	later := metav1.NewTime(now.Add(bindWait))
+	assert.Zero(t, observePod(v, fresh, later))
+	assert.Equal(t, virtv1.Scheduling, v.Status.Phase, "no verdict within bindWait")
+	assert.Empty(t, v.Status.NodeName)
+}

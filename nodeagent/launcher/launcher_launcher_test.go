@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -313,19 +314,38 @@ func TestQemuCrash(t *testing.T) {
 	}
 }
 
-// TestSIGTERM: Pod deletion (SIGTERM to the compute container) shuts the guest down gracefully.
+// TestSIGTERM: SIGTERM to the compute container shuts the guest down gracefully; unrequested (a
+// liveness probe failed, the Pod was deleted) it ends the instance as Terminated, a failure.
 func TestSIGTERM(t *testing.T) {
-	p := startPod(t, "term")
-	v := vmi("term", 30)
-	withBootSector(t, p, v)
-	p.sync(v)
-	waitLog(t, 30*time.Second, filepath.Join(p.private, launcherv1.SerialLog), bootMarker)
-	if err := syscall.Kill(p.launcherPID(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	code, final := p.waitExit(30 * time.Second)
-	if code != launcher.ExitShutoff || final.Reason != launcherv1.ReasonGuestShutdown {
-		t.Fatalf("exit %d, final %+v; want 0 after a graceful shutdown", code, final)
+	for _, tc := range []struct {
+		name      string
+		requested bool // the node agent asked for the shutdown first (the instance is being deleted)
+		code      int
+		reason    string
+	}{
+		{"unrequested", false, launcher.ExitCrashed, launcherv1.ReasonTerminated},
+		{"after a shutdown request", true, launcher.ExitShutoff, launcherv1.ReasonGuestShutdown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPod(t, "term")
+			v := vmi("term", 30)
+			withBootSector(t, p, v)
+			p.sync(v)
+			waitLog(t, 30*time.Second, filepath.Join(p.private, launcherv1.SerialLog), bootMarker)
+			if tc.requested {
+				p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
+			}
+			if err := syscall.Kill(p.launcherPID(), syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+				t.Fatal(err)
+			}
+			code, final := p.waitExit(30 * time.Second)
+			if code != tc.code || final.Reason != tc.reason {
+				t.Fatalf("exit %d, final %+v; want exit %d, reason %s", code, final, tc.code, tc.reason)
+			}
+			if !tc.requested && !strings.Contains(final.Message, "it powered off") {
+				t.Errorf("message %q: want how the guest ended", final.Message)
+			}
+		})
 	}
 }
 
