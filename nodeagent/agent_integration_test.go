@@ -140,6 +140,26 @@ func TestDeletionShutsDownWithGracePeriodThenSucceeds(t *testing.T) {
 	assert.Len(t, g.launcher.Shutdowns(), 1, "the shutdown is asked for once (level-based: ShuttingDown is not Running)")
 }
 
+// The Pod's SIGTERM reached the launcher before the agent saw the deletion: the guest is already
+// shutting down, unasked (Terminated). The agent asks anyway, so the stop counts as requested.
+func TestDeletionConfirmsAShutdownTheKubeletStarted(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	n := newNode(t, ns)
+	n.start(t)
+	g := n.scheduleGuest(t, ns, "vm-term", func(vmi *virtv1.VirtualMachineInstance) {
+		controllerutil.AddFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer)
+	})
+	g.waitPhase(t, virtv1.Running)
+	t.Cleanup(func() { releaseFinalizer(t, g) })
+
+	g.launcher.SetState(launcherv1.DomainShuttingDown, launcherv1.ReasonTerminated, "terminated")
+	require.NoError(t, env.Client.Delete(context.Background(), g.get(t)))
+	eventually(t, "the shutdown is asked for", func() bool { return len(g.launcher.Shutdowns()) > 0 })
+	assert.Equal(t, launcherv1.ReasonShutdownRequested, g.launcher.Status().Reason)
+	assert.Never(t, func() bool { return len(g.launcher.Shutdowns()) > 1 }, time.Second, 100*time.Millisecond, "asked once")
+}
+
 func releaseFinalizer(t *testing.T, g *guest) {
 	vmi := &virtv1.VirtualMachineInstance{}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(g.vmi), vmi); err != nil {

@@ -318,7 +318,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.launcherDown(s, err)
 	}
-	if st.State == launcherv1.DomainRunning || st.State == launcherv1.DomainPaused {
+	// A guest already shutting down for its Pod's SIGTERM (the Pod was deleted with the instance,
+	// and the kubelet was first) is asked too: the stop was requested.
+	unasked := st.State == launcherv1.DomainShuttingDown && st.Reason == launcherv1.ReasonTerminated
+	if st.State == launcherv1.DomainRunning || st.State == launcherv1.DomainPaused || unasked {
 		grace := s.vmi.Spec.GracePeriodSeconds()
 		if err := s.launcher.Shutdown(ctx, grace); err != nil {
 			return fmt.Errorf("shut the guest down: %w", err)

@@ -6,6 +6,7 @@ package nodehealth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -84,10 +85,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.List(ctx, &vmis, client.MatchingFields{NodeNameIndex: node}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list instances on node %s: %w", node, err)
 	}
+	var errs []error // one instance's error does not hold back the others
 	for i := range vmis.Items {
 		if err := r.failInstance(ctx, &vmis.Items[i], node, now); err != nil {
-			return statuspatch.Result(ctrl.Result{}, nil, err)
+			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 {
+		return statuspatch.Result(ctrl.Result{}, nil, errors.Join(errs...))
 	}
 	return ctrl.Result{RequeueAfter: r.Threshold}, nil
 }

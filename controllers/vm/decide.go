@@ -210,7 +210,8 @@ func recordStartFailure(vm *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineIns
 		vm.Status.StartFailure = nil
 		return
 	}
-	if vmi.Status.Phase != virtv1.Failed {
+	if vmi.Status.Phase != virtv1.Failed || vmi.DeletionTimestamp != nil {
+		// A stopped (deleted) instance did not fail to start, however its launcher ended.
 		return
 	}
 	sf := vm.Status.StartFailure

@@ -137,6 +137,11 @@ func TestRecordStartFailure(t *testing.T) {
 	assert.Equal(t, 2, vm.Status.StartFailure.ConsecutiveFailCount)
 	assert.Equal(t, now.Add(backoffDelay("vm-uid", 2)), vm.Status.StartFailure.RetryAfterTimestamp.Time)
 
+	stopped := failedEarly.DeepCopy()
+	stopped.UID, stopped.DeletionTimestamp = "i-stopped", &metav1.Time{Time: now}
+	recordStartFailure(vm, stopped, now)
+	assert.Equal(t, 2, vm.Status.StartFailure.ConsecutiveFailCount, "an instance being deleted (stopped) does not count")
+
 	ran := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{UID: "i3"}, Status: virtv1.VirtualMachineInstanceStatus{
 		Phase: virtv1.Failed, PhaseTransitionTimestamps: []virtv1.VirtualMachineInstancePhaseTransitionTimestamp{{Phase: virtv1.Running}},
 	}}

@@ -87,7 +87,7 @@ func awaitingBinding(st *virtv1.VirtualMachineInstanceStatus, pod *corev1.Pod, n
 			return 0 // judged: unschedulable (bound Pods have a node)
 		}
 	}
-	return max(bindWait-now.Sub(pod.CreationTimestamp.Time), 0)
+	return min(max(bindWait-now.Sub(pod.CreationTimestamp.Time), 0), bindWait) // bounded: clocks differ
 }
 
 // setReady sets Ready=False; the node agent sets Ready=True once the guest runs.

@@ -37,7 +37,7 @@ type ownWrite struct {
 // Write is statuspatch.Write that, when it wrote, remembers the version it replaced.
 func (w *OwnWrites) Write(ctx context.Context, c client.Client, orig, obj client.Object, what string) (bool, error) {
 	wrote, err := Write(ctx, c, orig, obj, what)
-	if wrote {
+	if wrote && obj.GetResourceVersion() != orig.GetResourceVersion() { // a no-op patch has no watch event to wait for
 		w.record(obj.GetUID(), orig.GetResourceVersion())
 	}
 	return wrote, err

@@ -258,8 +258,10 @@ func (g *guest) handle(ctx context.Context, r request) error {
 	var err error
 	switch r.op {
 	case opShutdown:
+		g.terminated = false // asked for after all (the Pod's SIGTERM can come first)
 		err = g.shutdown(r.grace)
 	case opKill:
+		g.terminated = false
 		g.killReq = true
 		err = g.dom.Destroy()
 	case opPause:
@@ -329,6 +331,9 @@ func (g *guest) refresh() (final launcherv1.Status, gone bool) {
 		}
 		if g.shutdownReq && st.State == launcherv1.DomainRunning {
 			st.State, st.Reason = launcherv1.DomainShuttingDown, launcherv1.ReasonShutdownRequested
+			if g.terminated {
+				st.Reason = launcherv1.ReasonTerminated
+			}
 		}
 		g.publish(st)
 		return st, false
@@ -357,7 +362,7 @@ func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 	switch {
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_MIGRATED) || g.leftByMigration():
 		return launcherv1.DomainMigrated, launcherv1.ReasonMigrated, "the guest moved to the migration target"
-	case g.terminated:
+	case g.terminated && !g.fenced:
 		how := "it powered off"
 		if detail != int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN) {
 			how = "it was stopped"

@@ -226,9 +226,10 @@ func (l *Launcher) shutdown(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.shutdowns = append(l.shutdowns, req)
-	switch l.status.State {
-	case launcherv1.DomainRunning, launcherv1.DomainPaused:
-		l.status.State, l.status.Reason = launcherv1.DomainShuttingDown, "ShutdownRequested"
+	switch {
+	case l.status.State == launcherv1.DomainRunning, l.status.State == launcherv1.DomainPaused,
+		l.status.State == launcherv1.DomainShuttingDown && l.status.Reason == launcherv1.ReasonTerminated:
+		l.status.State, l.status.Reason = launcherv1.DomainShuttingDown, launcherv1.ReasonShutdownRequested
 	}
 	w.WriteHeader(http.StatusAccepted)
 }

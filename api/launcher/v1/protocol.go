@@ -120,7 +120,9 @@ const (
 	ReasonQemuKilled = "QemuKilled"
 	// ReasonTerminated: the launcher was terminated (SIGTERM) while its guest ran and nobody had
 	// asked to stop it: the kubelet stopped the compute container (a failed liveness probe, a node
-	// shutdown) or its Pod was deleted. The guest was shut down within its grace period.
+	// shutdown) or its Pod was deleted. The guest was shut down within its grace period. While it
+	// shuts down, ShuttingDown carries this reason; a shutdown or kill request then makes the stop a
+	// requested one.
 	ReasonTerminated = "Terminated"
 	// ReasonFenced: the launcher stopped the guest itself because its node agent went silent for
 	// longer than AgentSilenceLimit (see there).
