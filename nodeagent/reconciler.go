@@ -227,6 +227,12 @@ func (r *Reconciler) owns(vmi *virtv1.VirtualMachineInstance) bool {
 	}
 }
 
+// toStart: the instance's guest is yet to be started here (Scheduling: bound to this node, the
+// kubelet still starting the Pod; Scheduled: the Pod runs).
+func toStart(vmi *virtv1.VirtualMachineInstance) bool {
+	return vmi.Status.Phase == virtv1.Scheduling || vmi.Status.Phase == virtv1.Scheduled
+}
+
 // launcherPodOf is the instance's launcher Pod (status.launcherPod) if it runs on node, else nil.
 func launcherPodOf(ctx context.Context, c client.Reader, node string, vmi *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
 	if vmi.Status.LauncherPod == "" {
@@ -264,7 +270,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	} else if err := r.settleEnded(ctx, s, st); err != nil {
 		return err
 	}
-	if st.State == launcherv1.DomainNone && (s.vmi.Status.Phase == virtv1.Scheduling || s.vmi.Status.Phase == virtv1.Scheduled) {
+	if st.State == launcherv1.DomainNone && toStart(s.vmi) {
 		if err = prepareHostDisks(r.HostDiskDir, s.vmi, s.obs.pod); err == nil {
 			st, err = r.sync(ctx, s)
 		}
@@ -349,7 +355,7 @@ func (r *Reconciler) launcherDown(s *scope, err error) error {
 	if !errors.Is(err, launcherclient.ErrUnreachable) {
 		return fmt.Errorf("launcher status: %w", err)
 	}
-	if (s.vmi.Status.Phase == virtv1.Scheduling || s.vmi.Status.Phase == virtv1.Scheduled) && r.sockets != nil {
+	if toStart(s.vmi) && r.sockets != nil {
 		r.sockets.Await(s.launcher.SocketPath(), s.vmi)
 	}
 	return r.observeExit(s)

@@ -130,12 +130,12 @@ func (r *Reconciler) removePod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get node %s: %w", node, err)
 	}
-	now := apierrors.IsNotFound(err) || !nodeReady(n)
-	if pod.DeletionTimestamp != nil && (!now || ptr.Deref(pod.DeletionGracePeriodSeconds, 1) == 0) {
+	noKubelet := apierrors.IsNotFound(err) || !nodeReady(n) // nobody will confirm a graceful end
+	if pod.DeletionTimestamp != nil && (!noKubelet || ptr.Deref(pod.DeletionGracePeriodSeconds, 1) == 0) {
 		return nil // being deleted as it should be
 	}
 	var opts []client.DeleteOption
-	if now {
+	if noKubelet {
 		opts = append(opts, client.GracePeriodSeconds(0))
 	}
 	if err := r.Client.Delete(ctx, pod, opts...); client.IgnoreNotFound(err) != nil {

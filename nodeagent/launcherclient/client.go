@@ -206,21 +206,13 @@ func openBeneath(dir, name string, flags int) (int, error) {
 // was there, without following any symlink below dir. Closing the listener does not remove it:
 // RemoveSocket does.
 func ListenSocket(dir, name string, uid, gid int) (net.Listener, error) {
-	sub, base := filepath.Split(name)
 	path := filepath.Join(dir, name)
-	if sub != "" {
-		if err := mkdirBeneath(dir, filepath.Clean(sub)); err != nil {
-			return nil, fmt.Errorf("create %s: %w", filepath.Join(dir, sub), err)
-		}
-	} else {
-		sub = "."
-	}
-	sfd, err := openBeneath(dir, filepath.Clean(sub), unix.O_PATH|unix.O_DIRECTORY)
+	sfd, base, err := parentBeneath(dir, name, true)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", filepath.Join(dir, sub), err)
+		return nil, fmt.Errorf("open the directory of %s: %w", path, err)
 	}
 	defer func() { _ = unix.Close(sfd) }()
-	if err := unix.Unlinkat(sfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := unlinkAt(sfd, base); err != nil {
 		return nil, fmt.Errorf("remove stale %s: %w", path, err)
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: fmt.Sprintf("/proc/self/fd/%d/%s", sfd, base), Net: "unix"})
@@ -237,29 +229,37 @@ func ListenSocket(dir, name string, uid, gid int) (net.Listener, error) {
 
 // RemoveSocket removes the socket name (relative to dir) without following symlinks below dir.
 func RemoveSocket(dir, name string) error {
-	sub, base := filepath.Split(name)
-	if sub == "" {
-		sub = "."
-	}
-	sfd, err := openBeneath(dir, filepath.Clean(sub), unix.O_PATH|unix.O_DIRECTORY)
+	sfd, base, err := parentBeneath(dir, name, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = unix.Close(sfd) }()
-	if err := unix.Unlinkat(sfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
-	}
-	return nil
+	return unlinkAt(sfd, base)
 }
 
-// mkdirBeneath creates the directory sub (one level) below dir, mode 0755, unless it exists.
-func mkdirBeneath(dir, sub string) error {
-	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
+// parentBeneath opens the directory that holds name (relative to dir; at most one level below it,
+// created first with create) without following symlinks, and returns it with name's last element.
+func parentBeneath(dir, name string, create bool) (int, string, error) {
+	sub, base := filepath.Split(name)
+	sub = filepath.Clean(sub) // "." when name has no directory
+	if create && sub != "." {
+		dfd, err := openBeneath(dir, ".", unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return -1, "", err
+		}
+		err = unix.Mkdirat(dfd, sub, 0o755)
+		_ = unix.Close(dfd)
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, "", err
+		}
 	}
-	defer func() { _ = unix.Close(dfd) }()
-	if err := unix.Mkdirat(dfd, sub, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+	sfd, err := openBeneath(dir, sub, unix.O_PATH|unix.O_DIRECTORY)
+	return sfd, base, err
+}
+
+// unlinkAt removes base in the directory dfd; a missing one is no error.
+func unlinkAt(dfd int, base string) error {
+	if err := unix.Unlinkat(dfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	return nil
