@@ -7,9 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers/vmi"
 	"github.com/podvirt/podvirt/internal/testenv"
@@ -31,7 +34,8 @@ func networkAttachmentDefinitionCRD() *unstructured.Unstructured {
 }
 
 // A VM with a Multus network gets an instance but no launcher Pod, and says why: Multus is not
-// installed; once its API is served, that Podvirt does not attach secondary networks.
+// installed; once its API is served, the launcher Pod asks Multus for the network (the interface
+// the node agent bridges to the guest) and for /dev/net/tun.
 func TestMultusNetworkSaysWhyItWaits(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx := context.Background()
@@ -68,8 +72,12 @@ func TestMultusNetworkSaysWhyItWaits(t *testing.T) {
 	patch := client.MergeFrom(inst.DeepCopy())
 	inst.Annotations = map[string]string{"test/nudge": "1"}
 	require.NoError(t, e.Client.Patch(ctx, inst, patch))
-	eventually(t, "Ready=False SecondaryNetworksNotSupported", func() bool {
-		return condition(vmStatus(t, ns, "multus").Conditions, virtv1.VirtualMachineReady).Reason == vmi.ReasonSecondaryNetworksNotSupported
+	var pod *corev1.Pod
+	eventually(t, "a launcher Pod once Multus' API is served", func() bool {
+		pod = launcherPod(t, instance(t, ns, "multus"))
+		return pod != nil
 	})
-	assert.Nil(t, launcherPod(t, instance(t, ns, "multus")))
+	want := `[{"name":"vlan-200","namespace":"` + ns + `","interface":"` + launcherv1.SecondaryNetworkDevices("storage").PodInterface + `"}]`
+	assert.Equal(t, want, pod.Annotations[vmi.MultusNetworksAnnotation])
+	assert.Equal(t, "1", pod.Spec.Containers[0].Resources.Limits.Name(launcherv1.TunResource, resource.DecimalSI).String())
 }

@@ -79,12 +79,35 @@ cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed one
 	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
 	$(MAKE) --no-print-directory deploy
 
+# Multus' thin CNI plugin (gopkg.in/k8snetworkplumbingwg/multus-cni.v4, built from the Go module
+# proxy and cached by version): the e2e tests install it on the local cluster for secondary networks
+# (internal/localcluster EnableMultus), with the CRD from the same module's manifest. Not v4.2.x:
+# it re-marshals a clusterNetwork conflist file without the plugins' own fields, so CNI DEL of every
+# Pod fails ("no IP ranges specified") and Pods never finish terminating.
+MULTUS_VERSION  := v4.1.4
+MULTUS_MODULE   := gopkg.in/k8snetworkplumbingwg/multus-cni.v4
+MULTUS          := $(PODVIRT_CACHE)/bin/multus-$(MULTUS_VERSION)/multus
+MULTUS_SOURCE    = $$(go mod download -json $(MULTUS_MODULE)@$(MULTUS_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+
+.PHONY: multus
+multus: ## Build Multus' thin CNI plugin once per version (the e2e tests install it for secondary networks)
+	@[ -x $(MULTUS) ] || { echo "building multus $(MULTUS_VERSION) (once)"; src=$(MULTUS_SOURCE) && \
+		cd "$$src" && GOFLAGS=-mod=mod $(HEAVY) go build -o $(MULTUS).tmp ./cmd/multus && mv $(MULTUS).tmp $(MULTUS); }
+
+.PHONY: cluster-multus cluster-multus-off
+cluster-multus: multus ## Install Multus on the local cluster (secondary networks for VMs created afterwards; see docs/networking.md)
+	$(PODVIRT_CLUSTER) multus on --binary $(MULTUS) --manifest $(MULTUS_SOURCE)/deployments/multus-daemonset.yml
+cluster-multus-off: ## Remove Multus from the local cluster (delete the VMs using it first)
+	$(PODVIRT_CLUSTER) multus off --manifest $(MULTUS_SOURCE)/deployments/multus-daemonset.yml
+
 .PHONY: e2e
 e2e: NODES = $(E2E_NODES)
-e2e: cluster-ensure-up images virtctl ## Bring the cluster up if absent (left up), build+import images, deploy, run the e2e tests
+e2e: cluster-ensure-up images virtctl multus ## Bring the cluster up if absent (left up), build+import images, deploy, run the e2e tests
 	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
 	$(MAKE) --no-print-directory deploy
-	KUBECONFIG=$(CLUSTER_KUBECONFIG) PODVIRT_KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl PODVIRT_VIRTCTL=$(VIRTCTL) $(HEAVY) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./tests/...
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) PODVIRT_KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl PODVIRT_VIRTCTL=$(VIRTCTL) \
+	PODVIRT_MULTUS=$(MULTUS) PODVIRT_MULTUS_MANIFEST=$(MULTUS_SOURCE)/deployments/multus-daemonset.yml \
+	$(HEAVY) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./tests/...
 
 .PHONY: push push-check
 push-check:

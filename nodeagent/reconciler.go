@@ -272,6 +272,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	}
 	if st.State == launcherv1.DomainNone && toStart(s.vmi) {
 		if err = prepareHostDisks(r.HostDiskDir, s.vmi, s.obs.pod); err == nil {
+			err = prepareSecondaryNetworks(ctx, s.launcher.PrivateDir(), s.vmi, s.obs.pod)
+		}
+		if err == nil {
 			st, err = r.sync(ctx, s)
 		}
 		if err != nil {

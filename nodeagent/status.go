@@ -190,11 +190,12 @@ func setDisksPending(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now me
 }
 
 // permanentSyncError: the launcher refused the instance itself (400 Bad Request), or a host disk
-// cannot be provided.
+// cannot be provided, or a secondary network cannot be bridged to the guest.
 func permanentSyncError(err error) bool {
 	var lerr *launcherclient.Error
 	var herr *hostDiskError
-	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest || errors.As(err, &herr)
+	var nerr *networkError
+	return errors.As(err, &lerr) && lerr.StatusCode == http.StatusBadRequest || errors.As(err, &herr) || errors.As(err, &nerr)
 }
 
 func setReady(vmi *virtv1.VirtualMachineInstance, status metav1.ConditionStatus, reason, message string) {
@@ -253,8 +254,10 @@ func setEmulationCondition(vmi *virtv1.VirtualMachineInstance, d accel.Decision,
 }
 
 // interfaceStatus lists the guest's interfaces: those of the spec (or, when it names none, those the
-// launcher reports: the default pod network). Every network is the Pod's, masqueraded, so each
-// interface is reached at the Pod's addresses; the MAC is the launcher's (else the spec's).
+// launcher reports: the default pod network). The pod network is masqueraded, so its interfaces are
+// reached at the Pod's addresses; a Multus network's interface is bridged to the Pod interface
+// Multus attached (its addresses are the guest's own, unknown without a guest agent); the MAC is
+// the launcher's (else the spec's).
 func interfaceStatus(vmi *virtv1.VirtualMachineInstance, live []launcherv1.Interface, pod *corev1.Pod) []virtv1.VirtualMachineInstanceNetworkInterface {
 	macs := map[string]string{}
 	var names []string
@@ -278,8 +281,17 @@ func interfaceStatus(vmi *virtv1.VirtualMachineInstance, live []launcherv1.Inter
 	if len(ips) == 0 && pod.Status.PodIP != "" {
 		ips = []string{pod.Status.PodIP}
 	}
+	secondary := map[string]bool{}
+	for _, n := range vmi.Spec.Networks {
+		secondary[n.Name] = n.Multus != nil
+	}
 	out := make([]virtv1.VirtualMachineInstanceNetworkInterface, 0, len(names))
 	for _, name := range names {
+		if secondary[name] {
+			out = append(out, virtv1.VirtualMachineInstanceNetworkInterface{Name: name, MAC: macs[name],
+				PodInterfaceName: launcherv1.SecondaryNetworkDevices(name).PodInterface, InfoSource: "domain, multus-status"})
+			continue
+		}
 		out = append(out, virtv1.VirtualMachineInstanceNetworkInterface{Name: name, IP: pod.Status.PodIP, IPs: ips, MAC: macs[name]})
 	}
 	if len(out) == 0 {

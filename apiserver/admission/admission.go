@@ -109,7 +109,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	errs = append(errs, validateDeviceNames(spec, domain.Child("devices"))...)
 	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
 	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
-	errs = append(errs, validateBridges(spec, domain.Child("devices", "interfaces"))...)
+	errs = append(errs, validateBindings(spec, domain.Child("devices", "interfaces"))...)
 	errs = append(errs, validateProbe(spec, spec.ReadinessProbe, fld.Child("readinessProbe"))...)
 	errs = append(errs, validateProbe(spec, spec.LivenessProbe, fld.Child("livenessProbe"))...)
 	for i, d := range spec.Domain.Devices.Disks {
@@ -171,20 +171,21 @@ func validateDeviceNames(spec *virtv1.VirtualMachineInstanceSpec, devices *field
 	return errs
 }
 
-// validateBridges allows the bridge binding on Multus networks only: the Pod network is user-mode
-// networking here, which only the masquerade binding uses.
-func validateBridges(spec *virtv1.VirtualMachineInstanceSpec, interfaces *field.Path) field.ErrorList {
+// validateBindings wants the bridge binding on Multus networks (the node agent bridges Multus'
+// interface to the guest) and only there: the Pod network is user-mode networking here, which only
+// the masquerade binding uses.
+func validateBindings(spec *virtv1.VirtualMachineInstanceSpec, interfaces *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, iface := range spec.Domain.Devices.Interfaces {
-		if iface.Bridge == nil {
-			continue
-		}
 		multus := false
 		for _, n := range spec.Networks {
 			multus = multus || (n.Name == iface.Name && n.Multus != nil)
 		}
-		if !multus {
+		switch {
+		case iface.Bridge != nil && !multus:
 			errs = append(errs, field.Forbidden(interfaces.Index(i).Child("bridge"), NotSupported+": the Pod network is user-mode here; use masquerade"))
+		case multus && iface.Bridge == nil:
+			errs = append(errs, field.Required(interfaces.Index(i).Child("bridge"), "a Multus network is joined with the bridge binding in Podvirt"))
 		}
 	}
 	return errs

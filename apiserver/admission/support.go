@@ -90,7 +90,7 @@ var InstanceFamilies = []Family{
 	{Path: "domain.devices.interfaces[].pciAddress", Support: Refused},
 	{Path: "domain.devices.interfaces[].macvtap", Support: Refused, Note: "use masquerade"},
 	{Path: "domain.devices.interfaces[].passtBinding", Support: Refused, Note: "use masquerade"},
-	{Path: "domain.devices.interfaces[].bridge", Support: Explained, Note: "on a Multus network only (the Pod network is user-mode here; use masquerade there), which the instance waits for"},
+	{Path: "domain.devices.interfaces[].bridge", Support: Implemented, Note: "on Multus networks, and required there: the node agent bridges Multus' Pod interface to the guest's tap device (the Pod network is user-mode here; use masquerade there)"},
 	{Path: "domain.devices.interfaces[].slirp", Support: Refused, Note: "use masquerade"},
 	{Path: "domain.devices.interfaces[].sriov", Support: Refused, Note: "needs SR-IOV hardware and Multus"},
 	{Path: "domain.devices.interfaces[].passt", Support: Refused, Note: "use masquerade"},
@@ -151,7 +151,7 @@ var InstanceFamilies = []Family{
 	{Path: "volumes[].containerPath", Support: Refused},
 	{Path: "networks[].name", Support: Implemented},
 	{Path: "networks[].pod", Support: Implemented},
-	{Path: "networks[].multus", Support: Explained, Note: "the instance gets no Pod and says why: MultusNotInstalled without Multus, SecondaryNetworksNotSupported with it (Podvirt does not attach them yet)"},
+	{Path: "networks[].multus", Support: Implemented, Note: "bridge binding: Multus attaches the NetworkAttachmentDefinition to the launcher Pod, the guest's NIC is on it at layer 2 (an address Multus' IPAM gives the Pod interface is not handed to the guest: use a network without IPAM and address the guest yourself); without Multus the instance gets no Pod and says MultusNotInstalled; not live-migratable"},
 	{Path: "networks[].multus.default", Support: Refused, Values: []string{"true"}, Note: "the Pod network is the cluster's"},
 	{Path: "networks[].resourceClaim", Support: Refused, Note: "dynamic resource allocation"},
 

@@ -95,9 +95,11 @@ func TestFamiliesCoverEveryField(t *testing.T) {
 func TestUnsupportedNamesTheField(t *testing.T) {
 	s := spec()
 	s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, virtv1.Interface{Name: "b", Bridge: &virtv1.InterfaceBridge{}},
-		virtv1.Interface{Name: "m", Bridge: &virtv1.InterfaceBridge{}}) // a bridge on a Multus network is stored
+		virtv1.Interface{Name: "m", Bridge: &virtv1.InterfaceBridge{}}, // a bridge on a Multus network is stored
+		virtv1.Interface{Name: "q", Masquerade: &virtv1.InterfaceMasquerade{}})
 	s.Networks = append(s.Networks, virtv1.Network{Name: "b", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}},
-		virtv1.Network{Name: "m", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan"}}})
+		virtv1.Network{Name: "m", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan"}}},
+		virtv1.Network{Name: "q", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "other/vlan"}}})
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a"}, {Name: "n", IO: virtv1.IONative}}
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(true)
 	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("External"))
@@ -110,6 +112,7 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		`spec.domain.devices.disks[1].io: Invalid value: "native": not supported by Podvirt: needs O_DIRECT storage; use threads`,
 		`spec.domain.devices.autoattachVSOCK: Invalid value: true: not supported by Podvirt: needs vhost-vsock on the node`,
 		`spec.domain.devices.interfaces[1].bridge: Forbidden: not supported by Podvirt: the Pod network is user-mode here; use masquerade`,
+		`spec.domain.devices.interfaces[3].bridge: Required value: a Multus network is joined with the bridge binding in Podvirt`,
 		`spec.evictionStrategy: Invalid value: "External": not supported by Podvirt: no external eviction handler`,
 	}, got)
 

@@ -111,7 +111,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			return localcluster.SyncImages(cmd.Context(), cfg, files, out)
 		},
 	}
-	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newStopNodeCmd(&cfg, out), newProvisionerCmd(out))
+	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newStopNodeCmd(&cfg, out), newMultusCmd(&cfg, out), newProvisionerCmd(out))
 	return root
 }
 
@@ -125,6 +125,33 @@ func newStopNodeCmd(cfg *localcluster.Config, out io.Writer) *cobra.Command {
 			return localcluster.StopNode(cmd.Context(), *cfg, args[0], out)
 		},
 	}
+}
+
+// newMultusCmd installs or removes Multus' thin CNI plugin (`make cluster-multus` builds it).
+func newMultusCmd(cfg *localcluster.Config, out io.Writer) *cobra.Command {
+	var binary, manifest string
+	cmd := &cobra.Command{
+		Use:       "multus on|off",
+		Short:     "Install Multus' thin plugin (secondary networks for Pods and VMs created afterwards) or remove it",
+		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+		ValidArgs: []string{"on", "off"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if manifest == "" || args[0] == "on" && binary == "" {
+				return fmt.Errorf("--binary (Multus' thin plugin) and --manifest (its deployments/multus-daemonset.yml, for the CRD) are required")
+			}
+			if args[0] == "off" {
+				return localcluster.DisableMultus(cmd.Context(), *cfg, manifest)
+			}
+			if err := localcluster.EnableMultus(cmd.Context(), *cfg, binary, manifest); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Multus is on: NetworkAttachmentDefinitions of type bridge may use %s on the first node\n", localcluster.SecondaryBridge)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&binary, "binary", "", "Multus' thin plugin (cmd/multus)")
+	cmd.Flags().StringVar(&manifest, "manifest", "", "Multus' deployments/multus-daemonset.yml (the NetworkAttachmentDefinition CRD)")
+	return cmd
 }
 
 // newProvisionerCmd is the volume provisioner process Up starts (not for direct use).

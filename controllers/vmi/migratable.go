@@ -14,6 +14,7 @@ const (
 	ReasonDisksNotLiveMigratable   = "DisksNotLiveMigratable"
 	ReasonStateNotLiveMigratable   = "PersistentStateNotLiveMigratable"
 	ReasonHostDevicesNotMigratable = "HostDeviceNotLiveMigratable"
+	ReasonInterfaceNotMigratable   = "InterfaceNotLiveMigratable"
 )
 
 // setLiveMigratable sets the LiveMigratable condition from the spec: a live migration copies the
@@ -51,6 +52,11 @@ func notMigratable(spec *virtv1.VirtualMachineInstanceSpec) (reason, why string)
 	}
 	if len(spec.Domain.Devices.HostDevices) > 0 || len(spec.Domain.Devices.GPUs) > 0 {
 		return ReasonHostDevicesNotMigratable, "spec.domain.devices: host devices and GPUs stay on their node"
+	}
+	for _, n := range spec.Networks {
+		if n.Multus != nil {
+			return ReasonInterfaceNotMigratable, fmt.Sprintf("spec.networks[name=%s]: a Multus network's bridge is set up on the source only", n.Name)
+		}
 	}
 	return "", ""
 }

@@ -86,6 +86,10 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	if log := vmi.Spec.Domain.Devices.LogSerialConsole; log == nil || *log {
 		containers = append(containers, consoleLogContainer(cfg))
 	}
+	networks, err := multusAnnotation(vmi)
+	if err != nil {
+		return nil, err
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(vmi),
@@ -117,6 +121,9 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			Containers:                    containers,
 			Volumes:                       volumes,
 		},
+	}
+	if networks != "" {
+		pod.Annotations[MultusNetworksAnnotation] = networks
 	}
 	return pod, nil
 }
@@ -335,7 +342,7 @@ func consoleLogContainer(cfg Config) corev1.Container {
 
 // computeResources: the guest's memory plus the launcher's overhead (with huge pages: the pages,
 // and memory for the overhead); CPU as the instance asks (100m when it does not); /dev/kvm from the
-// node agent's device plugin unless emulating.
+// node agent's device plugin unless emulating, and /dev/net/tun for Multus networks' tap devices.
 func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantity, cfg Config) (corev1.ResourceRequirements, error) {
 	overhead := cfg.Overhead.For(vmi, cfg.UseEmulation)
 	// The Pod requests requests.memory when given (below memory.guest it overcommits, as
@@ -379,6 +386,10 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 	if hugepages > 0 { // the kubelet wants huge page limits equal to the requests
 		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + vmi.Spec.Domain.Memory.Hugepages.PageSize)
 		req[name], lim[name] = guest.DeepCopy(), guest.DeepCopy()
+	}
+	if len(multusNetworks(vmi)) > 0 { // the launcher opens the tap the node agent bridges to Multus' interface
+		req[corev1.ResourceName(launcherv1.TunResource)] = resource.MustParse("1")
+		lim[corev1.ResourceName(launcherv1.TunResource)] = resource.MustParse("1")
 	}
 	addDeviceRequests(vmi, req, lim)
 	if len(lim) == 0 {

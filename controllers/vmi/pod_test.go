@@ -1,6 +1,8 @@
 package vmi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"os"
 	"path"
@@ -202,4 +204,38 @@ func TestRenderPodDiskContainers(t *testing.T) {
 	assert.Nil(t, pod.Spec.Containers[0].Lifecycle)
 	assert.NotContains(t, pod.Spec.Containers[0].VolumeMounts, binMount)
 	assert.Len(t, pod.Spec.Containers, 2, "compute and guest-console-log")
+}
+
+// Multus networks become the launcher Pod's networks annotation (in the instance's namespace unless
+// named NAMESPACE/NAME, each as the Pod interface the node agent bridges) and a tun device request;
+// a malformed name is refused naming the field.
+func TestMultusNetworksOfThePod(t *testing.T) {
+	v := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"}}
+	v.Spec.Networks = []virtv1.Network{
+		{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}},
+		{Name: "blue", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "blue-net"}}},
+		{Name: "red", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "shared/red-net"}}},
+	}
+	got, err := multusAnnotation(v)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"name":"blue-net","namespace":"ns","interface":"pod`+hashOf("blue")+`"},
+		{"name":"red-net","namespace":"shared","interface":"pod`+hashOf("red")+`"}]`, got)
+	res, err := computeResources(v, resource.MustParse("64Mi"), Config{UseEmulation: true})
+	require.NoError(t, err)
+	assert.Equal(t, "1", res.Limits.Name(launcherv1.TunResource, resource.DecimalSI).String())
+
+	v.Spec.Networks[2].Multus.NetworkName = "a/b/c"
+	_, err = multusAnnotation(v)
+	assert.EqualError(t, err, `spec.networks[2].multus.networkName: "a/b/c" is not NAME or NAMESPACE/NAME`)
+
+	v.Spec.Networks = v.Spec.Networks[:1]
+	got, err = multusAnnotation(v)
+	assert.NoError(t, err)
+	assert.Empty(t, got, "no annotation without Multus networks")
+}
+
+// hashOf is the 11 hex digits of the network name's SHA-256 that its devices are named with.
+func hashOf(network string) string {
+	sum := sha256.Sum256([]byte(network))
+	return hex.EncodeToString(sum[:])[:11]
 }

@@ -152,6 +152,9 @@ func (c Config) writeConfigs() error {
 		files[filepath.Join(n.dir, "kubelet-config.yaml")] = c.kubeletConfig(n)
 		files[filepath.Join(n.dir, "kube-proxy-config.yaml")] = c.kubeProxyConfig(n)
 	}
+	if err := c.linkCNIPlugins(); err != nil {
+		return err
+	}
 	for p, content := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
@@ -168,7 +171,7 @@ func (c Config) writeConfigs() error {
 
 func (c Config) containerdConfig(n node) string {
 	return strings.NewReplacer("@STATE@", filepath.Join(n.dir, "containerd"), "@SOCK@", n.containerdSocket(),
-		"@PAUSE@", PauseImage, "@CNICONF@", n.cniConfDir()).Replace(`version = 2
+		"@PAUSE@", PauseImage, "@CNICONF@", n.cniConfDir(), "@CNIBIN@", c.cniBinDir()).Replace(`version = 2
 root = "@STATE@/root"
 state = "@STATE@/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
@@ -181,6 +184,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   # The machine's capability bounding set lacks CAP_SYS_RESOURCE: without this every pod fails
   # with "can't get final child's PID from pipe: EOF".
   restrict_oom_score_adj = true
+  # Device nodes (the device plugin's /dev/net/tun, /dev/kvm) owned by the container's runAsUser:
+  # the unprivileged launcher opens them whatever their mode on the host (0600 for tun here).
+  device_ownership_from_security_context = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -189,7 +195,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "@CNIBIN@"
     conf_dir = "@CNICONF@"
 `)
 }

@@ -11,7 +11,7 @@ func TestRenderedConfigsKeepRequiredSettings(t *testing.T) {
 	c.NodeName = "node1"
 	n := c.node(1)
 	checks := map[string][]string{
-		"containerd": {c.containerdConfig(n), "restrict_oom_score_adj = true", "SystemdCgroup = false", `sandbox_image = "` + PauseImage + `"`, `bin_dir = "/usr/lib/cni"`, c.ContainerdSocket()},
+		"containerd": {c.containerdConfig(n), "restrict_oom_score_adj = true", "SystemdCgroup = false", `sandbox_image = "` + PauseImage + `"`, `bin_dir = "` + c.cniBinDir() + `"`, "device_ownership_from_security_context = true", c.ContainerdSocket()},
 		"kubelet":    {c.kubeletConfig(n), "cgroupDriver: cgroupfs", "failCgroupV1: false", "failSwapOn: false", "address: 10.218.0.1"},
 		"kube-proxy": {c.kubeProxyConfig(n), "mode: nftables", "hostnameOverride: node1"},
 		"cni":        {c.cniConfig(n), `"bridge": "podvirt-br0"`, `"type": "host-local"`, `"type": "portmap"`, `"rangeStart": "10.218.0.10"`},

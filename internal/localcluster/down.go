@@ -170,7 +170,7 @@ func (c Config) killTasks(ctx context.Context, n node) error {
 	return c.waitNoTasks(ctx, n, 15*time.Second)
 }
 
-// cleanNetwork removes kube-proxy's rules, the bridge, the pods' network namespaces and the
+// cleanNetwork removes kube-proxy's rules, the bridges, the pods' network namespaces and the
 // iptables chains that were not there before Up.
 func (c Config) cleanNetwork(ctx context.Context, rec hostRecord) error {
 	var errs []error
@@ -184,9 +184,11 @@ func (c Config) cleanNetwork(ctx context.Context, rec hostRecord) error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := run(ctx, "ip", "link", "show", c.Bridge); err == nil {
-		if _, err := run(ctx, "ip", "link", "delete", c.Bridge); err != nil {
-			errs = append(errs, err)
+	for _, br := range []string{c.Bridge, SecondaryBridge} {
+		if _, err := run(ctx, "ip", "link", "show", br); err == nil {
+			if _, err := run(ctx, "ip", "link", "delete", br); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	errs = append(errs, deleteChains(ctx, rec.IPTablesChains))

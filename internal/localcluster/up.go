@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -218,12 +219,21 @@ func apiserverReady(cs kubernetes.Interface) func(context.Context) bool {
 }
 
 func (c Config) clientset() (*kubernetes.Clientset, error) {
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// restConfig is the admin kubeconfig's, with a timeout for each request.
+func (c Config) restConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", c.Kubeconfig(), err)
 	}
 	cfg.Timeout = 10 * time.Second
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }
 
 // waitReady waits for every node to be Ready and the default ServiceAccount to exist.

@@ -122,8 +122,8 @@ func (g *guest) attach(dom *libvirt.Domain, plan *domainxml.Plan) error {
 			g.forwards[int(p.Port)] = int(p.Port)
 		}
 	}
-	if len(plan.InterfaceNames) > 0 {
-		g.netdev = netdevs[plan.InterfaceNames[0]]
+	if plan.PodInterface != "" {
+		g.netdev = netdevs[plan.PodInterface]
 	}
 	g.ifaces = interfaces(plan, live)
 	g.memMessage = memoryMessage(plan.MemoryBytes, live)
@@ -159,15 +159,19 @@ func netdevNames(live *libvirtxml.Domain, plan *domainxml.Plan) (map[string]stri
 	return netdev, nil
 }
 
-// interfaces is what Status reports about the NICs: spec name, MAC libvirt uses, and the Pod's
-// addresses (user-mode networking is masquerade: the guest is reached at the Pod's IPs).
+// interfaces is what Status reports about the NICs: spec name, MAC libvirt uses, and for those on
+// the pod network the Pod's addresses (user-mode networking is masquerade: the guest is reached at
+// the Pod's IPs; a bridged guest's own addresses are its business).
 func interfaces(plan *domainxml.Plan, live *libvirtxml.Domain) []launcherv1.Interface {
 	var out []launcherv1.Interface
 	ips := podIPs()
 	for i, nic := range live.Devices.Interfaces {
-		it := launcherv1.Interface{IPs: ips}
+		var it launcherv1.Interface
 		if i < len(plan.InterfaceNames) {
 			it.Name = plan.InterfaceNames[i]
+		}
+		if nic.Source == nil || nic.Source.Ethernet == nil {
+			it.IPs = ips
 		}
 		if nic.MAC != nil {
 			it.MAC = nic.MAC.Address
@@ -177,9 +181,14 @@ func interfaces(plan *domainxml.Plan, live *libvirtxml.Domain) []launcherv1.Inte
 	return out
 }
 
-// podIPs are the global unicast addresses of the Pod's network namespace.
+// podIPs are the global unicast addresses of the Pod's primary interface (eth0, the name the
+// container runtime gives the cluster network's interface; Multus' are named after their networks).
 func podIPs() []string {
-	addrs, err := net.InterfaceAddrs()
+	eth0, err := net.InterfaceByName("eth0")
+	if err != nil {
+		return nil
+	}
+	addrs, err := eth0.Addrs()
 	if err != nil {
 		return nil
 	}

@@ -269,43 +269,6 @@ func TestLivenessProbeFailsTheInstance(t *testing.T) {
 	})
 }
 
-// A VM with a Multus network on a cluster without Multus is stored and says, naming the network,
-// that it waits for Multus; it gets no launcher Pod.
-func TestMultusNetworkWithoutMultusSaysSo(t *testing.T) {
-	f := framework.New(t)
-	requireDeployed(f)
-	vm := demoVM(f.Namespace, "multus", virtv1.RunStrategyAlways, 0, "")
-	spec := &vm.Spec.Template.Spec
-	spec.Domain.Devices.Interfaces = []virtv1.Interface{
-		{Name: "default", Masquerade: &virtv1.InterfaceMasquerade{}},
-		{Name: "storage", Bridge: &virtv1.InterfaceBridge{}},
-	}
-	spec.Networks = []virtv1.Network{
-		{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}},
-		{Name: "storage", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan-200"}}},
-	}
-	f.Create(vm)
-	f.Eventually("the VM says it needs Multus, naming the network", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		cur := &virtv1.VirtualMachine{}
-		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(vm), cur); err != nil {
-			return false, err
-		}
-		for _, c := range cur.Status.Conditions {
-			if c.Type == virtv1.VirtualMachineReady && c.Reason == vmictl.ReasonMultusNotInstalled && strings.Contains(c.Message, "storage (vlan-200)") {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("conditions %+v", cur.Status.Conditions)
-	})
-	pods := &corev1.PodList{}
-	if err := f.Client.List(f.Context(), pods, client.InNamespace(f.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) != 0 {
-		t.Errorf("a launcher Pod was created for a VM whose network is missing: %s", pods.Items[0].Name)
-	}
-}
-
 // A VM made with `virtctl create vm --instancetype --preference` boots with the instancetype's CPU
 // count and memory (as the guest counts them) and the preference's devices, and records the
 // revision it pinned.

@@ -102,6 +102,9 @@ type Plan struct {
 	Ports []PortForward
 	// InterfaceNames are the spec names of Domain.Devices.Interfaces, in the same order.
 	InterfaceNames []string
+	// PodInterface is the spec name of the first interface on the pod network (user-mode), which
+	// port forwards and probes reach; "" when the guest has none.
+	PodInterface string
 	// MemoryBytes is the guest memory the spec asked for (libvirt keeps it in KiB, qemu rounds it up
 	// to whole MiB: the launcher reports what qemu got).
 	MemoryBytes int64

@@ -84,6 +84,7 @@ func TestGolden(t *testing.T) {
 		}},
 		{"pvc-emptydisk", domainxml.Inputs{}},
 		{"ports", domainxml.Inputs{Emulation: true}},
+		{"multus", domainxml.Inputs{Emulation: true}},
 		{"devices-clock", domainxml.Inputs{Emulation: true}},
 		{"timezone", domainxml.Inputs{Emulation: true}},
 		{"hyperv", domainxml.Inputs{}},

@@ -9,16 +9,19 @@ import (
 
 	"libvirt.org/go/libvirtxml"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
 // DefaultNetwork is the name of the pod network interface added when the spec declares none.
 const DefaultNetwork = "default"
 
-// addInterfaces adds one user-mode (slirp) NIC per spec.domain.devices.interfaces entry. User-mode
-// networking is masquerade: the guest's traffic leaves with the Pod's address and the declared ports
-// are forwarded from the Pod's address to the guest (Plan.Ports, applied by the launcher once qemu
-// runs). It needs no privilege, no tap device and no bridge in the Pod.
+// addInterfaces adds one NIC per spec.domain.devices.interfaces entry. On the pod network it is
+// user-mode networking (slirp), which is masquerade: the guest's traffic leaves with the Pod's
+// address and the declared ports are forwarded from the Pod's address to the guest (Plan.Ports,
+// applied by the launcher once qemu runs); it needs no privilege, no tap device and no bridge in the
+// Pod. On a Multus network (bridge binding) it opens the tap device the node agent created for the
+// launcher's user and bridged to Multus' interface (launcherv1.SecondaryNetworkDevices).
 func addInterfaces(plan *Plan, vmi *virtv1.VirtualMachineInstance) error {
 	ifaces, networks := vmi.Spec.Domain.Devices.Interfaces, vmi.Spec.Networks
 	if vmi.Spec.DefaultPodInterface() {
@@ -36,37 +39,59 @@ func addInterfaces(plan *Plan, vmi *virtv1.VirtualMachineInstance) error {
 		if !ok {
 			return fmt.Errorf("%s: no network named %q in spec.networks", field, iface.Name)
 		}
-		if netw.Pod == nil {
-			return fmt.Errorf("spec.networks[name=%s]: only the pod network is supported", netw.Name)
+		nic, err := baseInterface(vmi, iface, field)
+		if err != nil {
+			return err
 		}
-		nic, err := userInterface(vmi, iface, netw.Pod, field)
+		switch {
+		case netw.Pod != nil:
+			err = userInterface(&nic, iface, netw.Pod, field)
+		case netw.Multus != nil:
+			err = tapInterface(&nic, iface, field)
+		default:
+			err = fmt.Errorf("spec.networks[name=%s]: only the pod network and Multus networks are supported", netw.Name)
+		}
 		if err != nil {
 			return err
 		}
 		plan.Domain.Devices.Interfaces = append(plan.Domain.Devices.Interfaces, nic)
 		plan.InterfaceNames = append(plan.InterfaceNames, iface.Name)
-		for j, p := range iface.Ports {
-			proto := strings.ToLower(p.Protocol)
-			if proto == "" {
-				proto = "tcp"
-			}
-			if proto != "tcp" && proto != "udp" {
-				return fmt.Errorf("%s.ports[%d].protocol: %q is not TCP or UDP", field, j, p.Protocol)
-			}
-			if p.Port < 1 || p.Port > 65535 {
-				return fmt.Errorf("%s.ports[%d].port: %d is out of range 1-65535", field, j, p.Port)
-			}
-			plan.Ports = append(plan.Ports, PortForward{Interface: iface.Name, Protocol: proto, Port: p.Port})
+		if netw.Pod == nil {
+			continue // a bridged guest is reached at its own address: nothing to forward
+		}
+		if plan.PodInterface == "" {
+			plan.PodInterface = iface.Name
+		}
+		if err := addPorts(plan, iface, field); err != nil {
+			return err
 		}
 	}
-	if len(plan.InterfaceNames) > 0 {
-		forwardProbePorts(plan, vmi, plan.InterfaceNames[0])
+	if plan.PodInterface != "" {
+		forwardProbePorts(plan, vmi, plan.PodInterface)
+	}
+	return nil
+}
+
+// addPorts forwards the interface's declared ports to the guest.
+func addPorts(plan *Plan, iface *virtv1.Interface, field string) error {
+	for j, p := range iface.Ports {
+		proto := strings.ToLower(p.Protocol)
+		if proto == "" {
+			proto = "tcp"
+		}
+		if proto != "tcp" && proto != "udp" {
+			return fmt.Errorf("%s.ports[%d].protocol: %q is not TCP or UDP", field, j, p.Protocol)
+		}
+		if p.Port < 1 || p.Port > 65535 {
+			return fmt.Errorf("%s.ports[%d].port: %d is out of range 1-65535", field, j, p.Port)
+		}
+		plan.Ports = append(plan.Ports, PortForward{Interface: iface.Name, Protocol: proto, Port: p.Port})
 	}
 	return nil
 }
 
 // forwardProbePorts forwards the guest ports the readiness and liveness probes reach (the kubelet
-// runs them against the Pod's address) through the first interface, unless already declared.
+// runs them against the Pod's address) through the first pod network interface, unless declared.
 func forwardProbePorts(plan *Plan, vmi *virtv1.VirtualMachineInstance, iface string) {
 	for _, p := range []*virtv1.Probe{vmi.Spec.ReadinessProbe, vmi.Spec.LivenessProbe} {
 		if p == nil || p.HTTPGet == nil {
@@ -80,12 +105,9 @@ func forwardProbePorts(plan *Plan, vmi *virtv1.VirtualMachineInstance, iface str
 	}
 }
 
-// userInterface is a libvirt <interface type='user'> for one spec interface.
-func userInterface(vmi *virtv1.VirtualMachineInstance, iface *virtv1.Interface, pod *virtv1.PodNetwork, field string) (libvirtxml.DomainInterface, error) {
+// baseInterface is a NIC's model, MAC address and boot order, whatever its network.
+func baseInterface(vmi *virtv1.VirtualMachineInstance, iface *virtv1.Interface, field string) (libvirtxml.DomainInterface, error) {
 	var nic libvirtxml.DomainInterface
-	if iface.Bridge != nil {
-		return nic, fmt.Errorf("%s.bridge: not supported with user-mode pod networking (use masquerade)", field)
-	}
 	if iface.PciAddress != "" {
 		return nic, fmt.Errorf("%s.pciAddress: not supported", field)
 	}
@@ -102,17 +124,25 @@ func userInterface(vmi *virtv1.VirtualMachineInstance, iface *virtv1.Interface, 
 		return nic, fmt.Errorf("%s.macAddress: %q is not a MAC address", field, iface.MacAddress)
 	}
 	nic = libvirtxml.DomainInterface{
-		Source: &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}},
-		MAC:    &libvirtxml.DomainInterfaceMAC{Address: hw.String()},
-		Model:  &libvirtxml.DomainInterfaceModel{Type: model},
+		MAC:   &libvirtxml.DomainInterfaceMAC{Address: hw.String()},
+		Model: &libvirtxml.DomainInterfaceModel{Type: model},
 	}
 	if iface.BootOrder != nil {
 		nic.Boot = &libvirtxml.DomainDeviceBoot{Order: *iface.BootOrder}
 	}
+	return nic, nil
+}
+
+// userInterface makes nic a libvirt <interface type='user'> on the pod network.
+func userInterface(nic *libvirtxml.DomainInterface, iface *virtv1.Interface, pod *virtv1.PodNetwork, field string) error {
+	if iface.Bridge != nil {
+		return fmt.Errorf("%s.bridge: not supported with user-mode pod networking (use masquerade)", field)
+	}
+	nic.Source = &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}}
 	if pod.VMNetworkCIDR != "" {
 		ip, ipnet, err := net.ParseCIDR(pod.VMNetworkCIDR)
 		if err != nil || ip.To4() == nil {
-			return nic, fmt.Errorf("spec.networks[name=%s].pod.vmNetworkCIDR: %q is not an IPv4 CIDR", iface.Name, pod.VMNetworkCIDR)
+			return fmt.Errorf("spec.networks[name=%s].pod.vmNetworkCIDR: %q is not an IPv4 CIDR", iface.Name, pod.VMNetworkCIDR)
 		}
 		ones, _ := ipnet.Mask.Size()
 		nic.IP = append(nic.IP, libvirtxml.DomainInterfaceIP{Family: "ipv4", Address: ipnet.IP.String(), Prefix: uint(ones)})
@@ -120,12 +150,23 @@ func userInterface(vmi *virtv1.VirtualMachineInstance, iface *virtv1.Interface, 
 	if pod.VMIPv6NetworkCIDR != "" {
 		ip, ipnet, err := net.ParseCIDR(pod.VMIPv6NetworkCIDR)
 		if err != nil || ip.To4() != nil {
-			return nic, fmt.Errorf("spec.networks[name=%s].pod.vmIPv6NetworkCIDR: %q is not an IPv6 CIDR", iface.Name, pod.VMIPv6NetworkCIDR)
+			return fmt.Errorf("spec.networks[name=%s].pod.vmIPv6NetworkCIDR: %q is not an IPv6 CIDR", iface.Name, pod.VMIPv6NetworkCIDR)
 		}
 		ones, _ := ipnet.Mask.Size()
 		nic.IP = append(nic.IP, libvirtxml.DomainInterfaceIP{Family: "ipv6", Address: ipnet.IP.String(), Prefix: uint(ones)})
 	}
-	return nic, nil
+	return nil
+}
+
+// tapInterface makes nic a libvirt <interface type='ethernet'> on the tap device the node agent made
+// for a Multus network (bridge binding): libvirt opens it, and changes nothing about it (managed='no').
+func tapInterface(nic *libvirtxml.DomainInterface, iface *virtv1.Interface, field string) error {
+	if iface.Bridge == nil {
+		return fmt.Errorf("%s: a Multus network is joined with the bridge binding only", field)
+	}
+	nic.Source = &libvirtxml.DomainInterfaceSource{Ethernet: &libvirtxml.DomainInterfaceSourceEthernet{}}
+	nic.Target = &libvirtxml.DomainInterfaceTarget{Dev: launcherv1.SecondaryNetworkDevices(iface.Name).Tap, Managed: "no"}
+	return nil
 }
 
 // StableMAC derives a MAC address from the VMI's namespace, name and the interface name, so a VM keeps
