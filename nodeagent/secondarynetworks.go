@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strings"
@@ -62,7 +63,11 @@ func launcherNetNS(ctx context.Context, dir string, pod *corev1.Pod) (ns.NetNS, 
 		return nil, err
 	}
 	defer func() { _ = conn.Close() }()
-	raw, err := conn.(*net.UnixConn).SyscallConn()
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return nil, fmt.Errorf("the launcher's socket is a %T, not a unix socket", conn)
+	}
+	raw, err := uc.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +76,11 @@ func launcherNetNS(ctx context.Context, dir string, pod *corev1.Pod) (ns.NetNS, 
 	if err := raw.Control(func(fd uintptr) { cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
 		return nil, err
 	}
-	if credErr != nil || cred.Pid <= 0 {
-		return nil, fmt.Errorf("find the launcher's process: %v (the node agent needs the node's PID namespace)", credErr)
+	if credErr != nil {
+		return nil, fmt.Errorf("find the launcher's process: %w", credErr)
+	}
+	if cred.Pid <= 0 {
+		return nil, errors.New("the launcher's process is not visible: the node agent needs the node's PID namespace (hostPID)")
 	}
 	netns, err := ns.GetNS(fmt.Sprintf("/proc/%d/ns/net", cred.Pid))
 	if err != nil {
@@ -93,8 +101,11 @@ func launcherNetNS(ctx context.Context, dir string, pod *corev1.Pod) (ns.NetNS, 
 func bridgeToTap(network string, owner user) error {
 	devs := launcherv1.SecondaryNetworkDevices(network)
 	podLink, err := netlink.LinkByName(devs.PodInterface)
+	if errors.As(err, new(netlink.LinkNotFoundError)) {
+		return &networkError{fmt.Sprintf("spec.networks[name=%s]: Multus attached no interface %s to the launcher Pod", network, devs.PodInterface)}
+	}
 	if err != nil {
-		return &networkError{fmt.Sprintf("spec.networks[name=%s]: Multus attached no interface %s to the launcher Pod: %v", network, devs.PodInterface, err)}
+		return fmt.Errorf("look up %s: %w", devs.PodInterface, err)
 	}
 	bridge, err := ensureLink(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: devs.Bridge, MTU: podLink.Attrs().MTU}})
 	if err != nil {
@@ -123,9 +134,23 @@ func bridgeToTap(network string, owner user) error {
 		}
 	}
 	for _, l := range []netlink.Link{bridge, podLink, tap} {
+		if err := noIPv6(l.Attrs().Name); err != nil {
+			return err
+		}
 		if err := netlink.LinkSetUp(l); err != nil {
 			return fmt.Errorf("bring %s up: %w", l.Attrs().Name, err)
 		}
+	}
+	return nil
+}
+
+// noIPv6 keeps a link of the layer-2 path from taking an IPv6 link-local address, so that the Pod
+// itself sends nothing (router solicitations, duplicate address detection) on the guest's network.
+// Nothing to do where the kernel has no IPv6.
+func noIPv6(link string) error {
+	err := os.WriteFile("/proc/sys/net/ipv6/conf/"+link+"/disable_ipv6", []byte("1"), 0o644)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("disable IPv6 on %s: %w", link, err)
 	}
 	return nil
 }

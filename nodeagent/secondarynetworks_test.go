@@ -74,6 +74,9 @@ func TestBridgeToTap(t *testing.T) {
 		}
 		for _, l := range []netlink.Link{bridge, pod, tap} {
 			assert.NotZero(t, l.Attrs().RawFlags&1, "%s is up", l.Attrs().Name) // IFF_UP
+			v6, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + l.Attrs().Name + "/disable_ipv6")
+			require.NoError(t, err)
+			assert.Equal(t, "1\n", string(v6), "%s has no IPv6 address", l.Attrs().Name)
 		}
 		links, err := netlink.LinkList()
 		require.NoError(t, err)

@@ -7,8 +7,10 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -109,7 +111,7 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	errs = append(errs, validateDeviceNames(spec, domain.Child("devices"))...)
 	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
 	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
-	errs = append(errs, validateBindings(spec, domain.Child("devices", "interfaces"))...)
+	errs = append(errs, validateBindings(spec, domain.Child("devices", "interfaces"), fld.Child("networks"))...)
 	errs = append(errs, validateProbe(spec, spec.ReadinessProbe, fld.Child("readinessProbe"))...)
 	errs = append(errs, validateProbe(spec, spec.LivenessProbe, fld.Child("livenessProbe"))...)
 	for i, d := range spec.Domain.Devices.Disks {
@@ -173,19 +175,35 @@ func validateDeviceNames(spec *virtv1.VirtualMachineInstanceSpec, devices *field
 
 // validateBindings wants the bridge binding on Multus networks (the node agent bridges Multus'
 // interface to the guest) and only there: the Pod network is user-mode networking here, which only
-// the masquerade binding uses.
-func validateBindings(spec *virtv1.VirtualMachineInstanceSpec, interfaces *field.Path) field.ErrorList {
+// the masquerade binding uses. A bridged guest is reached at its own address: no ports to forward.
+// Every Multus network needs an interface, and a networkName Multus can resolve.
+func validateBindings(spec *virtv1.VirtualMachineInstanceSpec, interfaces, networks *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	multus := map[string]bool{}
+	for _, n := range spec.Networks {
+		multus[n.Name] = n.Multus != nil
+	}
+	named := map[string]bool{}
 	for i, iface := range spec.Domain.Devices.Interfaces {
-		multus := false
-		for _, n := range spec.Networks {
-			multus = multus || (n.Name == iface.Name && n.Multus != nil)
-		}
+		named[iface.Name] = true
 		switch {
-		case iface.Bridge != nil && !multus:
+		case iface.Bridge != nil && !multus[iface.Name]:
 			errs = append(errs, field.Forbidden(interfaces.Index(i).Child("bridge"), NotSupported+": the Pod network is user-mode here; use masquerade"))
-		case multus && iface.Bridge == nil:
+		case multus[iface.Name] && iface.Bridge == nil:
 			errs = append(errs, field.Required(interfaces.Index(i).Child("bridge"), "a Multus network is joined with the bridge binding in Podvirt"))
+		case multus[iface.Name] && len(iface.Ports) > 0:
+			errs = append(errs, field.Forbidden(interfaces.Index(i).Child("ports"), "a bridged guest is reached at its own address: nothing is forwarded"))
+		}
+	}
+	for i, n := range spec.Networks {
+		if n.Multus == nil {
+			continue
+		}
+		if !named[n.Name] {
+			errs = append(errs, field.Required(interfaces, fmt.Sprintf("an interface named %q for the Multus network spec.networks[%d]", n.Name, i)))
+		}
+		if parts := strings.Split(n.Multus.NetworkName, "/"); len(parts) > 2 || slices.Contains(parts, "") {
+			errs = append(errs, field.Invalid(networks.Index(i).Child("multus", "networkName"), n.Multus.NetworkName, "NAME or NAMESPACE/NAME of a NetworkAttachmentDefinition"))
 		}
 	}
 	return errs

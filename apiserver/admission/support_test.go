@@ -96,10 +96,13 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 	s := spec()
 	s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, virtv1.Interface{Name: "b", Bridge: &virtv1.InterfaceBridge{}},
 		virtv1.Interface{Name: "m", Bridge: &virtv1.InterfaceBridge{}}, // a bridge on a Multus network is stored
-		virtv1.Interface{Name: "q", Masquerade: &virtv1.InterfaceMasquerade{}})
+		virtv1.Interface{Name: "q", Masquerade: &virtv1.InterfaceMasquerade{}},
+		virtv1.Interface{Name: "p", Bridge: &virtv1.InterfaceBridge{}, Ports: []virtv1.Port{{Port: 22}}})
 	s.Networks = append(s.Networks, virtv1.Network{Name: "b", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}},
 		virtv1.Network{Name: "m", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan"}}},
-		virtv1.Network{Name: "q", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "other/vlan"}}})
+		virtv1.Network{Name: "q", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "other/vlan"}}},
+		virtv1.Network{Name: "p", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan"}}},
+		virtv1.Network{Name: "z", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "a/b/c"}}})
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a"}, {Name: "n", IO: virtv1.IONative}}
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(true)
 	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("External"))
@@ -113,6 +116,9 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		`spec.domain.devices.autoattachVSOCK: Invalid value: true: not supported by Podvirt: needs vhost-vsock on the node`,
 		`spec.domain.devices.interfaces[1].bridge: Forbidden: not supported by Podvirt: the Pod network is user-mode here; use masquerade`,
 		`spec.domain.devices.interfaces[3].bridge: Required value: a Multus network is joined with the bridge binding in Podvirt`,
+		`spec.domain.devices.interfaces[4].ports: Forbidden: a bridged guest is reached at its own address: nothing is forwarded`,
+		`spec.domain.devices.interfaces: Required value: an interface named "z" for the Multus network spec.networks[4]`,
+		`spec.networks[4].multus.networkName: Invalid value: "a/b/c": NAME or NAMESPACE/NAME of a NetworkAttachmentDefinition`,
 		`spec.evictionStrategy: Invalid value: "External": not supported by Podvirt: no external eviction handler`,
 	}, got)
 

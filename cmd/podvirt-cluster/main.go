@@ -136,8 +136,11 @@ func newMultusCmd(cfg *localcluster.Config, out io.Writer) *cobra.Command {
 		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
 		ValidArgs: []string{"on", "off"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if manifest == "" || args[0] == "on" && binary == "" {
-				return fmt.Errorf("--binary (Multus' thin plugin) and --manifest (its deployments/multus-daemonset.yml, for the CRD) are required")
+			if manifest == "" {
+				return fmt.Errorf("--manifest (Multus' deployments/multus-daemonset.yml, for the CRD) is required")
+			}
+			if args[0] == "on" && binary == "" {
+				return fmt.Errorf("--binary (Multus' thin plugin) is required to turn Multus on")
 			}
 			if args[0] == "off" {
 				return localcluster.DisableMultus(cmd.Context(), *cfg, manifest)

@@ -148,7 +148,7 @@ func (c Config) writeConfigs() error {
 	files := map[string]string{}
 	for _, n := range c.nodes() {
 		files[filepath.Join(n.dir, "containerd", "config.toml")] = c.containerdConfig(n)
-		files[filepath.Join(n.cniConfDir(), "10-podvirt.conflist")] = c.cniConfig(n)
+		files[n.cniConfList()] = c.cniConfig(n)
 		files[filepath.Join(n.dir, "kubelet-config.yaml")] = c.kubeletConfig(n)
 		files[filepath.Join(n.dir, "kube-proxy-config.yaml")] = c.kubeProxyConfig(n)
 	}

@@ -59,11 +59,27 @@ func EnableMultus(ctx context.Context, c Config, binary, manifest string) error 
 	if err != nil {
 		return err
 	}
+	if binary, err = filepath.Abs(binary); err != nil {
+		return err
+	}
+	if _, err := os.Stat(binary); err != nil {
+		return fmt.Errorf("Multus' plugin: %w", err)
+	}
+	nodes := c.existingNodes()
+	for _, n := range nodes { // else containerd looks for Multus where it is not: no Pod would start
+		conf, err := os.ReadFile(filepath.Join(n.dir, "containerd", "config.toml"))
+		if err != nil || !strings.Contains(string(conf), fmt.Sprintf("bin_dir = %q", c.cniBinDir())) {
+			return fmt.Errorf("node %s's containerd does not take CNI plugins from %s (a cluster brought up before Multus support): make cluster-down cluster-up first", n.name, c.cniBinDir())
+		}
+	}
 	link := filepath.Join(c.cniBinDir(), "multus")
-	if err := os.Symlink(binary, link); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Symlink(binary, link); err != nil {
 		return fmt.Errorf("install Multus: %w", err)
 	}
-	for _, n := range c.existingNodes() {
+	for _, n := range nodes {
 		conf := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "multus-cni-network",
@@ -74,7 +90,7 @@ func EnableMultus(ctx context.Context, c Config, binary, manifest string) error 
   "binDir": %q,
   "cniDir": %q
 }
-`, c.Kubeconfig(), filepath.Join(n.cniConfDir(), "10-podvirt.conflist"), c.cniBinDir(), filepath.Join(n.dir, "cni", "multus"))
+`, c.Kubeconfig(), n.cniConfList(), c.cniBinDir(), filepath.Join(n.dir, "cni", "multus"))
 		if err := os.WriteFile(n.multusConf(), []byte(conf), 0o644); err != nil {
 			return fmt.Errorf("install Multus on %s: %w", n.name, err)
 		}
@@ -89,7 +105,7 @@ func EnableMultus(ctx context.Context, c Config, binary, manifest string) error 
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return false, nil // looked at again until the timeout
 		}
 		for _, cond := range got.Status.Conditions {
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {

@@ -135,6 +135,9 @@ func (n node) containerdSocket() string { return filepath.Join(n.dir, "container
 // cniConfDir holds the node's CNI configuration.
 func (n node) cniConfDir() string { return filepath.Join(n.dir, "cni", "net.d") }
 
+// cniConfList is the node's own CNI network (the bridge), in cniConfDir.
+func (n node) cniConfList() string { return filepath.Join(n.cniConfDir(), "10-podvirt.conflist") }
+
 // hostBinds are the host paths an extra node sees bound from its own state directory: those the
 // kubelet, containerd and the CNI plugins write whatever their configuration, and the node agent's.
 func (c Config) hostBinds(n node) map[string]string {

@@ -93,7 +93,7 @@ type guest struct {
 	grace       *time.Timer
 	stopped     *lifecycle
 	misses      int
-	// netdev is qemu's name of the first NIC's backend ("" without a NIC); forwards maps a guest
+	// netdev is qemu's name of the first pod network NIC's backend ("" without one); forwards maps a guest
 	// TCP port to the loopback port of the Pod that reaches it (see forward).
 	netdev   string
 	forwards map[int]int

@@ -19,6 +19,7 @@ import (
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	vmictl "github.com/podvirt/podvirt/controllers/vmi"
 	"github.com/podvirt/podvirt/internal/localcluster"
+	"github.com/podvirt/podvirt/internal/optionalapi"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -50,6 +51,10 @@ func TestMultusBridgeNetwork(t *testing.T) {
 	if binary == "" || manifest == "" {
 		t.Fatal("PODVIRT_MULTUS and PODVIRT_MULTUS_MANIFEST must name Multus' plugin and its manifest (`make e2e` sets them)")
 	}
+	cluster := localcluster.DefaultConfig()
+	if served, err := optionalapi.Served(f.Client.RESTMapper(), vmictl.NetworkAttachmentDefinitionGVK); err != nil || served {
+		t.Fatalf("Multus' API is served already (err %v): the test installs Multus itself (make cluster-multus-off, then restart virt-controller, which keeps believing a removed API is served)", err)
+	}
 	host := f.HostNode()
 	first := multusVM(f.Namespace, "blue-a", host, "192.168.200.1", "")
 	f.Create(first)
@@ -73,7 +78,6 @@ func TestMultusBridgeNetwork(t *testing.T) {
 		t.Fatalf("a launcher Pod was created for a VM whose network is missing: %s", pods.Items[0].Name)
 	}
 
-	cluster := localcluster.DefaultConfig()
 	t.Cleanup(func() { removeMultus(t, f, cluster, manifest) })
 	if err := localcluster.EnableMultus(f.Context(), cluster, binary, manifest); err != nil {
 		t.Fatalf("install Multus: %v", err)
