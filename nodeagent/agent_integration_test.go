@@ -41,6 +41,7 @@ func TestScheduledToRunningWithConditionsAndInterfaces(t *testing.T) {
 	syncs := g.launcher.Syncs()
 	require.Len(t, syncs, 1, "one sync starts the guest")
 	assert.True(t, syncs[0].Emulation, "the node has no usable KVM: the launcher is told to emulate")
+	assert.Equal(t, testQemuCapabilities, syncs[0].QemuCapabilities, "the node's probed qemu capabilities go with the sync")
 	var sent virtv1.VirtualMachineInstance
 	require.NoError(t, json.Unmarshal(syncs[0].VMI, &sent))
 	assert.Equal(t, "kubevirt.io/v1", sent.APIVersion)

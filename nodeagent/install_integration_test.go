@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/testenv"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
@@ -114,4 +115,12 @@ func TestShippedDaemonSetIsValid(t *testing.T) {
 	assert.Equal(t, "docker.io/podvirt/virt-handler:dev", c["image"])
 	assert.Equal(t, "IfNotPresent", c["imagePullPolicy"])
 	assert.Contains(t, c["args"], "--listen=$(NODE_IP):8186", "the unauthenticated server binds the node's IP only")
+
+	// qemu's capabilities are probed with the launcher's image and user, or libvirt rejects them.
+	inits, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "initContainers")
+	require.Len(t, inits, 1)
+	probe := inits[0].(map[string]any)
+	assert.Equal(t, "docker.io/podvirt/virt-launcher:dev", probe["image"])
+	uid, _, _ := unstructured.NestedInt64(probe, "securityContext", "runAsUser")
+	assert.Equal(t, int64(launcherv1.LauncherUID), uid)
 }

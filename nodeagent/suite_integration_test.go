@@ -94,7 +94,7 @@ func (n *node) startAs(t *testing.T, cfg *rest.Config) *agent {
 	a, err := nodeagent.Setup(mgr, nodeagent.Config{
 		NodeName: n.name, PodName: "virt-handler-test", Namespace: n.ns, Accel: n.accel,
 		Dial: nodeagent.KubeletDialer(n.kubeletRoot), PollInterval: 100 * time.Millisecond,
-		HeartbeatInterval: 200 * time.Millisecond, SubresourceListener: ln,
+		HeartbeatInterval: 200 * time.Millisecond, SubresourceListener: ln, QemuCapabilities: testQemuCapabilities,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -227,3 +227,6 @@ func (g *guest) waitEvent(t testing.TB, reason string) eventsv1.Event {
 	})
 	return e
 }
+
+// testQemuCapabilities stands in for the node's probed qemu capabilities, which every sync carries.
+var testQemuCapabilities = map[string][]byte{"926803a9278e445ec919c2b6cbd8c1c449c75b26dcb1686b774314180376c725.xml": []byte("<qemuCaps/>")}

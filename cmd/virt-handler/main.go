@@ -25,6 +25,7 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/deviceplugin"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+	"github.com/podvirt/podvirt/nodeagent/launcher/qemucaps"
 )
 
 func main() {
@@ -46,6 +47,7 @@ type options struct {
 	pollInterval                 time.Duration
 	zap                          zap.Options
 	hostDiskDir                  string
+	qemuCapsDir                  string
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
@@ -68,6 +70,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
 	fs.StringVar(&o.hostDiskDir, "host-disk-dir", launcherv1.HostDiskRoot, "where the node's "+launcherv1.HostDiskRoot+" (hostDisk images) is mounted in the agent")
+	fs.StringVar(&o.qemuCapsDir, "qemu-capabilities-dir", "", "libvirt's cache of qemu's capabilities, probed on this node with the launcher image (virt-launcher probe-capabilities), sent to every launcher; empty: launchers probe qemu themselves")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -104,6 +107,11 @@ func run(args []string) error {
 		NodeName: o.nodeName, PodName: o.podName, Namespace: o.namespace, Accel: decision,
 		Dial: nodeagent.KubeletDialer(o.kubeletRoot), PollInterval: o.pollInterval, HostDiskDir: o.hostDiskDir,
 		HeartbeatInterval: heartbeat.RenewInterval, SubresourceAddr: o.listen,
+	}
+	if o.qemuCapsDir != "" {
+		files, err := qemucaps.Read(o.qemuCapsDir)
+		log.Info("qemu's capabilities for launchers", "files", len(files), "err", err)
+		cfg.QemuCapabilities = files
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

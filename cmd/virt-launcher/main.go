@@ -2,6 +2,7 @@
 //
 //	virt-launcher run --vmi-name NAME --namespace NS   (the compute container)
 //	virt-launcher console-log                         (the guest-console-log container)
+//	virt-launcher probe-capabilities --out DIR        (the node agent Pod's init container)
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 const usage = `usage:
   virt-launcher run --vmi-name NAME --namespace NS [flags]   run the guest (compute container)
   virt-launcher console-log [--private-dir DIR]             stream the guest's serial log to stdout
+  virt-launcher probe-capabilities --out DIR                probe qemu once, leave libvirt's cache files in DIR
 `
 
 func main() {
@@ -52,6 +54,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return runCmd(ctx, args[1:], stderr)
 	case "console-log":
 		return consoleLogCmd(ctx, args[1:], stdout, stderr)
+	case "probe-capabilities":
+		return probeCapabilitiesCmd(args[1:], stderr)
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
 		return 2
@@ -108,5 +112,42 @@ func consoleLogCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintln(stderr, "console-log:", err)
 		return 1
 	}
+	return 0
+}
+
+// probeCapabilitiesCmd leaves libvirt's cache of qemu's capabilities in --out for the node agent. It
+// never fails the node agent's Pod: without the files every launcher probes qemu itself, as before.
+func probeCapabilitiesCmd(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("probe-capabilities", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "directory for the cache files (required)")
+	root := fs.String("libvirt-root", "", "writable directory for the embedded libvirt driver (default: a new one under $TMPDIR)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *out == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "--out: required, and no arguments")
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if *root == "" {
+		dir, err := os.MkdirTemp("", "libvirt-probe-")
+		if err != nil {
+			log.Error("Not probing qemu: no directory for libvirt", "err", err)
+			return 0
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		*root = dir
+	}
+	start := time.Now()
+	if err := launcher.PrepareLibvirtEnv(*root); err != nil {
+		log.Error("Not probing qemu: preparing the libvirt directory", "err", err)
+		return 0
+	}
+	if err := launcher.ProbeCapabilities(*root, *out); err != nil {
+		log.Error("Probing qemu's capabilities failed: every launcher probes them itself", "err", err)
+		return 0
+	}
+	log.Info("Probed qemu's capabilities", "out", *out, "took", time.Since(start).Round(time.Millisecond).String())
 	return 0
 }

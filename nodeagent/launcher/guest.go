@@ -93,6 +93,9 @@ type guest struct {
 	grace       *time.Timer
 	stopped     *lifecycle
 	misses      int
+	// synced is closed by the first sync (warmUp stops waiting for it).
+	synced     chan struct{}
+	syncedOnce sync.Once
 	// netdev is qemu's name of the first pod network NIC's backend ("" without one); forwards maps a guest
 	// TCP port to the loopback port of the Pod that reaches it (see forward).
 	netdev   string
@@ -108,7 +111,7 @@ type guest struct {
 }
 
 func newGuest(cfg *Config, hv *hypervisor) *guest {
-	return &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{}), migrated: make(chan sent, 1)}
+	return &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{}), migrated: make(chan sent, 1), synced: make(chan struct{})}
 }
 
 // Status is the last published status.

@@ -92,9 +92,11 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 	}
 	defer hv.close()
 	cfg.Log.Info("Embedded libvirt ready", "uri", EmbedURI(cfg.LibvirtRoot), "took", time.Since(start).Round(time.Millisecond).String())
+	g := newGuest(cfg, hv)
+	warmCtx, stopWarming := context.WithCancel(ctx)
 	warmed := make(chan struct{})
-	go func() { defer close(warmed); warmUp(cfg, hv) }()
-	defer func() { <-warmed }()
+	go func() { defer close(warmed); warmUp(warmCtx, cfg, hv, g.synced) }()
+	defer func() { stopWarming(); <-warmed }()
 
 	sockPath := filepath.Join(cfg.PrivateDir, launcherv1.CommandSocket)
 	_ = os.Remove(sockPath) // a socket left by an earlier launcher in the same Pod
@@ -102,7 +104,6 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 	if err != nil {
 		return launcherv1.Status{}, fmt.Errorf("listen on %s: %w", sockPath, err)
 	}
-	g := newGuest(cfg, hv)
 	srv := &http.Server{Handler: g.heard(newHandler(g)), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -120,18 +121,6 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 		loopErr = fmt.Errorf("serve command protocol: %w", err)
 	}
 	return st, loopErr
-}
-
-// warmUp has libvirt probe qemu's capabilities now, while the launcher waits for the node agent's
-// sync, rather than on the first domain start (the embedded driver's capability cache starts
-// empty in every Pod; the probe runs qemu once).
-func warmUp(cfg *Config, hv *hypervisor) {
-	start := time.Now()
-	if _, err := hv.conn.GetDomainCapabilities("", "", "", "", 0); err != nil {
-		cfg.Log.Info("Probing qemu's capabilities ahead failed (the first start probes them)", "err", err)
-		return
-	}
-	cfg.Log.Info("Probed qemu's capabilities", "took", time.Since(start).Round(time.Millisecond).String())
 }
 
 // writeExitFile leaves the final status in the private dir for the console-log container and the node agent.

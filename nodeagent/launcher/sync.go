@@ -16,15 +16,18 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
+	"github.com/podvirt/podvirt/nodeagent/launcher/qemucaps"
 )
 
 // sync defines and starts the domain on the first request; later requests for the same VMI only
 // report the status.
 func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
+	g.syncedOnce.Do(func() { close(g.synced) })
 	vmi, err := g.parseVMI(req)
 	if err != nil {
 		return err
 	}
+
 	if g.dom != nil {
 		if vmi.UID != g.vmi.UID {
 			return fmt.Errorf("%w: vmi: a guest for uid %s already runs here, not %s", errConflict, g.vmi.UID, vmi.UID)
@@ -33,6 +36,9 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	}
 	if g.shutdownReq {
 		return fmt.Errorf("%w: the launcher is terminating", errConflict)
+	}
+	if err := qemucaps.Install(qemucaps.Dir(g.cfg.LibvirtRoot), req.QemuCapabilities, 0o600); err != nil {
+		return fmt.Errorf("%w: %w", errBadRequest, err)
 	}
 	t0 := time.Now()
 	plan, err := g.prepare(ctx, vmi, req.Emulation)
@@ -51,6 +57,7 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 		}
 		return fmt.Errorf("start domain: %w", err)
 	}
+	t2 := time.Now()
 	if err := g.afterCreate(dom, vmi, plan); err != nil {
 		_ = dom.Destroy()
 		_ = dom.Free()
@@ -58,7 +65,8 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	}
 	g.dom, g.vmi, g.emulation = dom, vmi, req.Emulation
 	g.cfg.Log.Info("Guest started", "domain", plan.Domain.Name, "emulation", req.Emulation,
-		"prepare", t1.Sub(t0).Round(time.Millisecond).String(), "start", time.Since(t1).Round(time.Millisecond).String(), "memory", g.memMessage)
+		"prepare", t1.Sub(t0).Round(time.Millisecond).String(), "start", time.Since(t1).Round(time.Millisecond).String(),
+		"create", t2.Sub(t1).Round(time.Millisecond).String(), "memory", g.memMessage)
 	g.refresh()
 	return nil
 }

@@ -57,6 +57,9 @@ type SyncRequest struct {
 	VMI []byte `json:"vmi"`
 	// Emulation forces software emulation (TCG) instead of KVM.
 	Emulation bool `json:"emulation"`
+	// QemuCapabilities are libvirt's cache files of qemu's capabilities (file name → content) as
+	// probed on this node with the launcher image, so the launcher need not probe qemu itself.
+	QemuCapabilities map[string][]byte `json:"qemuCapabilities,omitempty"`
 }
 
 // ShutdownRequest asks for a graceful shutdown.

@@ -1,0 +1,94 @@
+// Package qemucaps carries libvirt's cache of qemu's capabilities from where they were probed to
+// where a launcher's libvirt looks for them.
+//
+// libvirt learns qemu's capabilities by running qemu once (about half a second under emulation)
+// before it starts the first guest, and caches them under its driver's root. Every launcher starts
+// with an empty root, so every VM start would pay for that probe. Instead the node agent's Pod
+// probes once per node with the launcher image, as the launcher's user (virt-launcher
+// probe-capabilities), the agent reads the files (Read) and sends them with each sync, and the
+// launcher installs them (Install) before it starts the guest. libvirt checks a cached file against
+// the qemu binary's and its own driver's ctime, the qemu modules directory and whether KVM is
+// usable, which are the same for every container of the image on a node; a file that does not
+// fit is dropped and qemu probed as before.
+package qemucaps
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MaxFile bounds one cache file (about 80 KiB for qemu 7.2).
+const MaxFile = 1 << 20
+
+// Dir is where the embedded driver rooted at root caches qemu's capabilities.
+func Dir(root string) string { return filepath.Join(root, "cache", "qemu", "capabilities") }
+
+// ValidName: a cache file's name is the SHA-256 (hex) of the emulator's path, then ".xml".
+func ValidName(name string) bool {
+	hash, ok := strings.CutSuffix(name, ".xml")
+	return ok && len(hash) == 64 && strings.Trim(hash, "0123456789abcdef") == ""
+}
+
+// Read reads the cache files in dir (name → content); other files are ignored.
+func Read(dir string) (map[string][]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("qemu capabilities: %w", err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !ValidName(e.Name()) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("qemu capabilities: %w", err)
+		}
+		if len(data) <= MaxFile {
+			files[e.Name()] = data
+		}
+	}
+	return files, nil
+}
+
+// Install writes files into dir (created when missing), keeping any file already there; mode is
+// the files' mode. A name that is not a cache file's, or an oversized file, is refused naming it.
+func Install(dir string, files map[string][]byte, mode os.FileMode) error {
+	if len(files) == 0 {
+		return nil
+	}
+	for name, data := range files {
+		if !ValidName(name) || len(data) > MaxFile {
+			return fmt.Errorf("qemuCapabilities[%q]: not a capabilities cache file", name)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		if _, err := os.Lstat(path); err == nil {
+			continue
+		}
+		if err := writeAtomically(path, data, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAtomically writes data to path through a temporary file in the same directory, so that a
+// reader never sees half of it.
+func writeAtomically(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}

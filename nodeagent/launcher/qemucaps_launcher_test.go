@@ -1,0 +1,105 @@
+//go:build launcher
+
+package launcher_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/nodeagent/launcher/qemucaps"
+)
+
+// freshRoot is a libvirt root of its own for the pod user (the other tests share one).
+func freshRoot(t *testing.T, name string) string {
+	t.Helper()
+	root, err := os.MkdirTemp(shared.dir, name+"-root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chown(root, podUID, podUID); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// marked is the cache files with an XML comment appended to each: a file libvirt probes again and
+// rewrites loses it.
+func marked(files map[string][]byte, mark string) map[string][]byte {
+	out := map[string][]byte{}
+	for name, data := range files {
+		out[name] = append(bytes.Clone(data), []byte("<!-- "+mark+" -->\n")...)
+	}
+	return out
+}
+
+// syncWith syncs vmi with the cache files and returns the file libvirt has afterwards.
+func syncWith(t *testing.T, p *pod, root string, files map[string][]byte, name string) []byte {
+	t.Helper()
+	v := vmi(p.name, 0)
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	st := p.must(http.StatusOK, http.MethodPost, launcherv1.PathSync, launcherv1.SyncRequest{VMI: data, Emulation: true, QemuCapabilities: files})
+	if st.State != launcherv1.DomainRunning {
+		t.Fatalf("status after sync = %+v", st)
+	}
+	t.Logf("%s: sync → Running %s", p.name, time.Since(t0).Round(time.Millisecond))
+	got, err := os.ReadFile(filepath.Join(qemucaps.Dir(root), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// The node agent Pod's probe (virt-launcher probe-capabilities, as the launcher's user) leaves
+// libvirt's cache files; a launcher given them with the sync starts its guest without probing qemu
+// (libvirt keeps the file it was given), while a file that does not fit this qemu (another ctime)
+// is dropped and qemu probed again, as without one.
+func TestQemuCapabilitiesFromTheNodeAgent(t *testing.T) {
+	out, probeRoot := freshRoot(t, "caps"), freshRoot(t, "probe")
+	script := fmt.Sprintf("mount --bind %s /etc/passwd && mount --bind %s /etc/group && exec setpriv --reuid %d --regid %d --clear-groups %s probe-capabilities --out %s --libvirt-root %s",
+		shared.passwd, shared.group, podUID, podUID, shared.bin, out, probeRoot)
+	probe, err := exec.Command("unshare", "--mount", "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("probe-capabilities: %v\n%s", err, probe)
+	}
+	files, err := qemucaps.Read(out)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no cache files in %s (%v); probe said:\n%s", out, err, probe)
+	}
+	name := "926803a9278e445ec919c2b6cbd8c1c449c75b26dcb1686b774314180376c725.xml" // /usr/bin/qemu-system-x86_64
+	if _, ok := files[name]; !ok {
+		t.Fatalf("no cache file for /usr/bin/qemu-system-x86_64 among %d", len(files))
+	}
+
+	root := freshRoot(t, "given")
+	p := startPod(t, "capsgiven", "--libvirt-root", root)
+	if got := syncWith(t, p, root, marked(files, "given"), name); !bytes.Contains(got, []byte("<!-- given -->")) {
+		t.Errorf("libvirt probed qemu again instead of using the cache file it was given")
+	}
+	if log, _ := os.ReadFile(p.stderr.Name()); bytes.Contains(log, []byte("Probed qemu's capabilities")) {
+		t.Errorf("the launcher probed qemu ahead although the sync came first:\n%s", log)
+	}
+
+	stale := map[string][]byte{}
+	for n, data := range files {
+		stale[n] = regexp.MustCompile(`<qemuctime>\d+</qemuctime>`).ReplaceAll(data, []byte("<qemuctime>1</qemuctime>"))
+	}
+	root = freshRoot(t, "stale")
+	p = startPod(t, "capsstale", "--libvirt-root", root)
+	if got := syncWith(t, p, root, marked(stale, "stale"), name); bytes.Contains(got, []byte("<!-- stale -->")) {
+		t.Errorf("libvirt kept a cache file of another qemu binary (ctime 1)")
+	}
+}
