@@ -27,10 +27,16 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
-// readManifests decodes a multi-document YAML file of the install directory.
+// readManifests decodes a multi-document YAML file of install/node-agent.
 func readManifests(t *testing.T, name string) []*unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile(testenv.RepoPath("install", "node-agent", name))
+	return readManifestsAt(t, "node-agent", name)
+}
+
+// readManifestsAt decodes a multi-document YAML file of install/dir.
+func readManifestsAt(t *testing.T, dir, name string) []*unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(testenv.RepoPath("install", dir, name))
 	require.NoError(t, err)
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	var out []*unstructured.Unstructured
@@ -110,17 +116,22 @@ func TestShippedDaemonSetIsValid(t *testing.T) {
 	assert.Equal(t, "DaemonSet", ds.GetKind())
 	require.NoError(t, e.Client.Create(context.Background(), ds, client.DryRunAll))
 	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
-	require.Len(t, containers, 1)
+	require.Len(t, containers, 2, "the agent and the qemu capabilities probe")
 	c := containers[0].(map[string]any)
 	assert.Equal(t, "docker.io/podvirt/virt-handler:dev", c["image"])
 	assert.Equal(t, "IfNotPresent", c["imagePullPolicy"])
 	assert.Contains(t, c["args"], "--listen=$(NODE_IP):8186", "the unauthenticated server binds the node's IP only")
 
 	// qemu's capabilities are probed with the launcher's image and user, or libvirt rejects them.
-	inits, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "initContainers")
-	require.Len(t, inits, 1)
-	probe := inits[0].(map[string]any)
-	assert.Equal(t, "docker.io/podvirt/virt-launcher:dev", probe["image"])
-	uid, _, _ := unstructured.NestedInt64(probe, "securityContext", "runAsUser")
-	assert.Equal(t, int64(launcherv1.LauncherUID), uid)
+	probe := containers[1].(map[string]any)
+	assert.Equal(t, "qemu-capabilities", probe["name"])
+	controller := readManifestsAt(t, "controller", "deployment.yaml")
+	args, _, _ := unstructured.NestedSlice(controller[0].Object, "spec", "template", "spec", "containers")
+	assert.Contains(t, args[0].(map[string]any)["args"], "--launcher-image="+probe["image"].(string), "the probe runs the image launchers run")
+	for _, f := range []string{"runAsUser", "runAsGroup"} {
+		id, _, _ := unstructured.NestedInt64(probe, "securityContext", f)
+		assert.Equal(t, int64(launcherv1.LauncherUID), id, f)
+	}
+	_, hasInit := ds.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["initContainers"]
+	assert.False(t, hasInit, "nothing may keep the agent from starting")
 }

@@ -96,8 +96,8 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (mounted there).
 	HostDiskDir string
-	// QemuCapabilities go with every sync (see Config.QemuCapabilities).
-	QemuCapabilities map[string][]byte
+	// QemuCapabilities go with the syncs of emulated guests; nil: none.
+	QemuCapabilities *QemuCapabilities
 	// Migrations serves the migration sockets of guests leaving this node; nil refuses to send any.
 	Migrations *Migrations
 	// Vouching reports whether the agent may talk to launchers (its heartbeat is fresh, see
@@ -302,7 +302,9 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, err
 	if err != nil {
 		return launcherv1.Status{}, err
 	}
-	req.QemuCapabilities = r.QemuCapabilities
+	if s.obs.accel.Emulate {
+		req.QemuCapabilities = r.QemuCapabilities.Files()
+	}
 	ctrl.LoggerFrom(ctx).Info("Syncing the instance to its launcher", "pod", s.pod.Name, "emulation", s.obs.accel.Emulate)
 	st, err := s.launcher.Sync(ctx, req)
 	if err != nil {

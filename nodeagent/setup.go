@@ -54,9 +54,9 @@ type Config struct {
 	Clock clock.PassiveClock
 	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (--host-disk-dir).
 	HostDiskDir string
-	// QemuCapabilities are libvirt's cache files of qemu's capabilities probed on this node with the
-	// launcher image (package qemucaps), sent with every sync; none: each launcher probes.
-	QemuCapabilities map[string][]byte
+	// QemuCapabilitiesDir is where the agent's Pod leaves libvirt's cache of qemu's capabilities
+	// (see QemuCapabilities); empty: every launcher probes qemu itself.
+	QemuCapabilitiesDir string
 }
 
 // Validate reports the first missing or invalid setting, naming its flag.
@@ -121,7 +121,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		Reconciler: &Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
 			Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Triggers: triggers, Clock: cfg.Clock,
-			HostDiskDir: cfg.HostDiskDir, QemuCapabilities: cfg.QemuCapabilities,
+			HostDiskDir: cfg.HostDiskDir, QemuCapabilities: &QemuCapabilities{Dir: cfg.QemuCapabilitiesDir},
 		},
 		Heartbeat: &Heartbeat{
 			Client: mgr.GetClient(), Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,

@@ -51,14 +51,21 @@ type node struct {
 	name        string
 	ns          string // the agent's namespace (heartbeat lease)
 	kubeletRoot string
+	// qemuCapsDir holds testQemuCapabilities, as the probe container leaves them.
+	qemuCapsDir string
 	accel       accel.Decision
 }
 
 func newNode(t *testing.T, ns string) *node {
+	caps := t.TempDir()
+	for name, data := range testQemuCapabilities {
+		require.NoError(t, os.WriteFile(filepath.Join(caps, name), data, 0o644))
+	}
 	return &node{
 		name:        "node-" + ns,
 		ns:          ns,
 		kubeletRoot: filepath.Join(t.TempDir(), "var", "lib", "kubelet"),
+		qemuCapsDir: caps,
 		accel:       accel.Decide(false, accel.Result{Why: "no vmx or svm flag (test node)"}),
 	}
 }
@@ -94,7 +101,7 @@ func (n *node) startAs(t *testing.T, cfg *rest.Config) *agent {
 	a, err := nodeagent.Setup(mgr, nodeagent.Config{
 		NodeName: n.name, PodName: "virt-handler-test", Namespace: n.ns, Accel: n.accel,
 		Dial: nodeagent.KubeletDialer(n.kubeletRoot), PollInterval: 100 * time.Millisecond,
-		HeartbeatInterval: 200 * time.Millisecond, SubresourceListener: ln, QemuCapabilities: testQemuCapabilities,
+		HeartbeatInterval: 200 * time.Millisecond, SubresourceListener: ln, QemuCapabilitiesDir: n.qemuCapsDir,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -228,5 +235,6 @@ func (g *guest) waitEvent(t testing.TB, reason string) eventsv1.Event {
 	return e
 }
 
-// testQemuCapabilities stands in for the node's probed qemu capabilities, which every sync carries.
+// testQemuCapabilities stand in for the node's probed qemu capabilities, which the syncs of
+// emulated guests carry.
 var testQemuCapabilities = map[string][]byte{"926803a9278e445ec919c2b6cbd8c1c449c75b26dcb1686b774314180376c725.xml": []byte("<qemuCaps/>")}

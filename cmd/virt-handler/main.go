@@ -25,7 +25,6 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/deviceplugin"
 	"github.com/podvirt/podvirt/nodeagent/heartbeat"
-	"github.com/podvirt/podvirt/nodeagent/launcher/qemucaps"
 )
 
 func main() {
@@ -70,7 +69,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
 	fs.StringVar(&o.hostDiskDir, "host-disk-dir", launcherv1.HostDiskRoot, "where the node's "+launcherv1.HostDiskRoot+" (hostDisk images) is mounted in the agent")
-	fs.StringVar(&o.qemuCapsDir, "qemu-capabilities-dir", "", "libvirt's cache of qemu's capabilities, probed on this node with the launcher image (virt-launcher probe-capabilities), sent to every launcher; empty: launchers probe qemu themselves")
+	fs.StringVar(&o.qemuCapsDir, "qemu-capabilities-dir", "", "where a container beside the agent leaves libvirt's cache of qemu's capabilities, probed on this node with the launcher image (virt-launcher probe-capabilities), for emulated guests' launchers; empty: launchers probe qemu themselves")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -108,11 +107,7 @@ func run(args []string) error {
 		Dial: nodeagent.KubeletDialer(o.kubeletRoot), PollInterval: o.pollInterval, HostDiskDir: o.hostDiskDir,
 		HeartbeatInterval: heartbeat.RenewInterval, SubresourceAddr: o.listen,
 	}
-	if o.qemuCapsDir != "" {
-		files, err := qemucaps.Read(o.qemuCapsDir)
-		log.Info("qemu's capabilities for launchers", "files", len(files), "err", err)
-		cfg.QemuCapabilities = files
-	}
+	cfg.QemuCapabilitiesDir = o.qemuCapsDir
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

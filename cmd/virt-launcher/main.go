@@ -2,7 +2,7 @@
 //
 //	virt-launcher run --vmi-name NAME --namespace NS   (the compute container)
 //	virt-launcher console-log                         (the guest-console-log container)
-//	virt-launcher probe-capabilities --out DIR        (the node agent Pod's init container)
+//	virt-launcher probe-capabilities --out DIR --stay (a container of the node agent's Pod)
 package main
 
 import (
@@ -26,7 +26,7 @@ import (
 const usage = `usage:
   virt-launcher run --vmi-name NAME --namespace NS [flags]   run the guest (compute container)
   virt-launcher console-log [--private-dir DIR]             stream the guest's serial log to stdout
-  virt-launcher probe-capabilities --out DIR                probe qemu once, leave libvirt's cache files in DIR
+  virt-launcher probe-capabilities --out DIR [--stay]       probe qemu once, leave libvirt's cache files in DIR
 `
 
 func main() {
@@ -55,7 +55,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	case "console-log":
 		return consoleLogCmd(ctx, args[1:], stdout, stderr)
 	case "probe-capabilities":
-		return probeCapabilitiesCmd(args[1:], stderr)
+		return probeCapabilitiesCmd(ctx, args[1:], stderr)
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
 		return 2
@@ -115,13 +115,17 @@ func consoleLogCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return 0
 }
 
-// probeCapabilitiesCmd leaves libvirt's cache of qemu's capabilities in --out for the node agent. It
-// never fails the node agent's Pod: without the files every launcher probes qemu itself, as before.
-func probeCapabilitiesCmd(args []string, stderr io.Writer) int {
+// probeCapabilitiesCmd leaves libvirt's cache of qemu's capabilities in --out for the node agent,
+// which reads it when it is there. With --stay it then waits for SIGTERM: it runs as a container of
+// the agent's Pod beside the agent, so that nothing about it (its image, the probe) can keep the
+// agent from starting. A failed or slow probe only means that launchers probe qemu themselves.
+func probeCapabilitiesCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("probe-capabilities", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "directory for the cache files (required)")
-	root := fs.String("libvirt-root", "", "writable directory for the embedded libvirt driver (default: a new one under $TMPDIR)")
+	root := fs.String("libvirt-root", "", "writable directory for the embedded libvirt driver, removed afterwards (default: a new one under $TMPDIR)")
+	timeout := fs.Duration("timeout", time.Minute, "give up probing after this long")
+	stay := fs.Bool("stay", false, "after probing, wait for SIGTERM (a container beside the node agent)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -130,24 +134,40 @@ func probeCapabilitiesCmd(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	if *root == "" {
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- probeInto(*root, *out) }() // libvirt's call cannot be interrupted: not joined on timeout
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Error("Probing qemu's capabilities failed: every launcher probes them itself", "err", err)
+		} else {
+			log.Info("Probed qemu's capabilities", "out", *out, "took", time.Since(start).Round(time.Millisecond).String())
+		}
+	case <-time.After(*timeout):
+		log.Error("Probing qemu's capabilities takes too long: every launcher probes them itself", "timeout", timeout.String())
+	case <-ctx.Done():
+		return 0
+	}
+	if *stay {
+		<-ctx.Done()
+	}
+	return 0
+}
+
+// probeInto probes qemu with an embedded libvirt rooted at root (a temporary directory when empty)
+// and leaves the cache files in out.
+func probeInto(root, out string) error {
+	if root == "" {
 		dir, err := os.MkdirTemp("", "libvirt-probe-")
 		if err != nil {
-			log.Error("Not probing qemu: no directory for libvirt", "err", err)
-			return 0
+			return err
 		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		*root = dir
+		root = dir
 	}
-	start := time.Now()
-	if err := launcher.PrepareLibvirtEnv(*root); err != nil {
-		log.Error("Not probing qemu: preparing the libvirt directory", "err", err)
-		return 0
+	defer func() { _ = os.RemoveAll(root) }()
+	if err := launcher.PrepareLibvirtEnv(root); err != nil {
+		return err
 	}
-	if err := launcher.ProbeCapabilities(*root, *out); err != nil {
-		log.Error("Probing qemu's capabilities failed: every launcher probes them itself", "err", err)
-		return 0
-	}
-	log.Info("Probed qemu's capabilities", "out", *out, "took", time.Since(start).Round(time.Millisecond).String())
-	return 0
+	return launcher.ProbeCapabilities(root, out)
 }

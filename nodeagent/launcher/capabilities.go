@@ -63,3 +63,15 @@ func warmUp(ctx context.Context, cfg *Config, hv *hypervisor, synced <-chan stru
 	}
 	cfg.Log.Info("Probed qemu's capabilities", "took", time.Since(start).Round(time.Millisecond).String())
 }
+
+// takeCapabilities installs the node's cached qemu capabilities a sync brings, before the sync
+// waits for its disks, and ends warmUp's wait. Whatever goes wrong only means that libvirt probes
+// qemu itself: it is logged, never the instance's failure.
+func (g *guest) takeCapabilities(files map[string][]byte) {
+	if len(files) > 0 {
+		if err := qemucaps.Install(qemucaps.Dir(g.cfg.LibvirtRoot), files, 0o600); err != nil {
+			g.cfg.Log.Info("Not using the node's qemu capabilities: libvirt probes qemu itself", "err", err)
+		}
+	}
+	g.syncedOnce.Do(func() { close(g.synced) })
+}

@@ -68,6 +68,9 @@ func syncHandler(g *guest, op opKind) http.HandlerFunc {
 		if !decode(w, r, &req) {
 			return
 		}
+		if op == opSync {
+			g.takeCapabilities(req.QemuCapabilities)
+		}
 		vmi, err := g.parseVMI(req)
 		if err == nil { // waiting here, not in the guest's loop, keeps the loop free meanwhile
 			err = awaitInputs(r.Context(), vmi, g.cfg)

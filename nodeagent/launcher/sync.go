@@ -16,18 +16,15 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
-	"github.com/podvirt/podvirt/nodeagent/launcher/qemucaps"
 )
 
 // sync defines and starts the domain on the first request; later requests for the same VMI only
 // report the status.
 func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
-	g.syncedOnce.Do(func() { close(g.synced) })
 	vmi, err := g.parseVMI(req)
 	if err != nil {
 		return err
 	}
-
 	if g.dom != nil {
 		if vmi.UID != g.vmi.UID {
 			return fmt.Errorf("%w: vmi: a guest for uid %s already runs here, not %s", errConflict, g.vmi.UID, vmi.UID)
@@ -36,9 +33,6 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	}
 	if g.shutdownReq {
 		return fmt.Errorf("%w: the launcher is terminating", errConflict)
-	}
-	if err := qemucaps.Install(qemucaps.Dir(g.cfg.LibvirtRoot), req.QemuCapabilities, 0o600); err != nil {
-		return fmt.Errorf("%w: %w", errBadRequest, err)
 	}
 	t0 := time.Now()
 	plan, err := g.prepare(ctx, vmi, req.Emulation)

@@ -42,6 +42,9 @@ func Read(dir string) (map[string][]byte, error) {
 		if !e.Type().IsRegular() || !ValidName(e.Name()) {
 			continue
 		}
+		if info, err := e.Info(); err != nil || info.Size() > MaxFile {
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("qemu capabilities: %w", err)
@@ -79,16 +82,25 @@ func Install(dir string, files map[string][]byte, mode os.FileMode) error {
 	return nil
 }
 
-// writeAtomically writes data to path through a temporary file in the same directory, so that a
-// reader never sees half of it.
+// writeAtomically writes data to path through a new temporary file in the same directory, so that
+// a reader never sees half of it (and two writers never share one).
 func writeAtomically(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
 	}
-	return nil
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
 }
