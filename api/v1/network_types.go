@@ -1,5 +1,7 @@
 package v1
 
+import "strings"
+
 // Network is a network the guest's interfaces attach to.
 //
 // +kubebuilder:validation:XValidation:rule="[has(self.pod), has(self.multus), has(self.resourceClaim)].filter(x, x).size() == 1",message="a network must set exactly one of pod, multus, resourceClaim"
@@ -75,4 +77,14 @@ func (s *VirtualMachineInstanceSpec) HasPodInterface() bool {
 		}
 	}
 	return false
+}
+
+// Attachment is the NetworkAttachmentDefinition the network names: networkName is "name" (in
+// namespace, the instance's) or "namespace/name"; ok is false for anything else.
+func (m *MultusNetwork) Attachment(namespace string) (ns, name string, ok bool) {
+	ns, name, qualified := strings.Cut(m.NetworkName, "/")
+	if !qualified {
+		ns, name = namespace, m.NetworkName
+	}
+	return ns, name, ns != "" && name != "" && !strings.Contains(name, "/")
 }

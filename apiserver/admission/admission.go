@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -202,7 +201,7 @@ func validateBindings(spec *virtv1.VirtualMachineInstanceSpec, interfaces, netwo
 		if !named[n.Name] {
 			errs = append(errs, field.Required(interfaces, fmt.Sprintf("an interface named %q for the Multus network spec.networks[%d]", n.Name, i)))
 		}
-		if parts := strings.Split(n.Multus.NetworkName, "/"); len(parts) > 2 || slices.Contains(parts, "") {
+		if _, _, ok := n.Multus.Attachment("namespace"); !ok { // any namespace: only the form is checked
 			errs = append(errs, field.Invalid(networks.Index(i).Child("multus", "networkName"), n.Multus.NetworkName, "NAME or NAMESPACE/NAME of a NetworkAttachmentDefinition"))
 		}
 	}

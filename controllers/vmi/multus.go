@@ -78,11 +78,8 @@ func multusAnnotation(vmi *virtv1.VirtualMachineInstance) (string, error) {
 		if n.Multus == nil {
 			continue
 		}
-		ns, name, ok := strings.Cut(n.Multus.NetworkName, "/")
+		ns, name, ok := n.Multus.Attachment(vmi.Namespace)
 		if !ok {
-			ns, name = vmi.Namespace, n.Multus.NetworkName
-		}
-		if name == "" || ns == "" || strings.Contains(name, "/") {
 			return "", fmt.Errorf("spec.networks[%d].multus.networkName: %q is not NAME or NAMESPACE/NAME", i, n.Multus.NetworkName)
 		}
 		sel = append(sel, multusSelection{Name: name, Namespace: ns, Interface: launcherv1.SecondaryNetworkDevices(n.Name).PodInterface})
