@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
 
+	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 	"github.com/podvirt/podvirt/nodeagent/launcher/qemucaps"
 )
 
@@ -64,14 +66,21 @@ func warmUp(ctx context.Context, cfg *Config, hv *hypervisor, synced <-chan stru
 	cfg.Log.Info("Probed qemu's capabilities", "took", time.Since(start).Round(time.Millisecond).String())
 }
 
-// takeCapabilities installs the node's cached qemu capabilities a sync brings, before the sync
-// waits for its disks, and ends warmUp's wait. Whatever goes wrong only means that libvirt probes
-// qemu itself: it is logged, never the instance's failure.
-func (g *guest) takeCapabilities(files map[string][]byte) {
-	if len(files) > 0 {
-		if err := qemucaps.Install(qemucaps.Dir(g.cfg.LibvirtRoot), files, 0o600); err != nil {
-			g.cfg.Log.Info("Not using the node's qemu capabilities: libvirt probes qemu itself", "err", err)
-		}
+// markSynced tells warmUp the node agent's first sync has come: it brings the node's cached qemu
+// capabilities, installed by the start itself (installCapabilities), or the start probes.
+func (g *guest) markSynced() { g.syncedOnce.Do(func() { close(g.synced) }) }
+
+// installCapabilities installs the node's cached qemu capabilities a sync brought, right before
+// the guest's start, trimmed for a guest with the emulator's default CPU (qemucaps.ForDefaultCPU).
+// A failure is logged: libvirt then probes qemu itself, as without them.
+func (g *guest) installCapabilities(files map[string][]byte, dom *libvirtxml.Domain) {
+	if len(files) == 0 {
+		return
 	}
-	g.syncedOnce.Do(func() { close(g.synced) })
+	if domainxml.EmulatorDefaultCPU(dom) {
+		files = qemucaps.ForDefaultCPU(files)
+	}
+	if err := qemucaps.Install(qemucaps.Dir(g.cfg.LibvirtRoot), files, 0o600); err != nil {
+		g.cfg.Log.Info("Not using the node's qemu capabilities: libvirt probes qemu itself", "err", err)
+	}
 }

@@ -15,8 +15,12 @@ import (
 	"time"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/launcher/qemucaps"
 )
+
+// unavailableFeatures is the flag a cache file loses for a guest with the emulator's default CPU.
+const unavailableFeatures = "<flag name='cpu-unavailable-features'/>"
 
 // freshRoot is a libvirt root of its own for the pod user (the other tests share one).
 func freshRoot(t *testing.T, name string) string {
@@ -42,10 +46,9 @@ func marked(files map[string][]byte, mark string) map[string][]byte {
 	return out
 }
 
-// syncWith syncs vmi with the cache files and returns the file libvirt has afterwards.
-func syncWith(t *testing.T, p *pod, root string, files map[string][]byte, name string) []byte {
+// syncWith syncs v with the cache files and returns the file libvirt has afterwards.
+func syncWith(t *testing.T, p *pod, v *virtv1.VirtualMachineInstance, root string, files map[string][]byte, name string) []byte {
 	t.Helper()
-	v := vmi(p.name, 0)
 	data, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +68,10 @@ func syncWith(t *testing.T, p *pod, root string, files map[string][]byte, name s
 
 // The node agent Pod's probe (virt-launcher probe-capabilities, as the launcher's user) leaves
 // libvirt's cache files; a launcher given them with the sync starts its guest without probing qemu
-// (libvirt keeps the file it was given), while a file that does not fit this qemu (another ctime)
-// is dropped and qemu probed again, as without one.
+// (libvirt keeps the file it was given) — for a guest with the emulator's default CPU without the
+// cpu-unavailable-features flag (libvirt reads the started vCPU the short way), for a guest with a
+// CPU model as probed — while a file that does not fit this qemu (another ctime) is dropped and
+// qemu probed again, as without one.
 func TestQemuCapabilitiesFromTheNodeAgent(t *testing.T) {
 	out, probeRoot := freshRoot(t, "caps"), freshRoot(t, "probe")
 	script := fmt.Sprintf("mount --bind %s /etc/passwd && mount --bind %s /etc/group && exec setpriv --reuid %d --regid %d --clear-groups %s probe-capabilities --out %s --libvirt-root %s",
@@ -86,11 +91,28 @@ func TestQemuCapabilitiesFromTheNodeAgent(t *testing.T) {
 
 	root := freshRoot(t, "given")
 	p := startPod(t, "capsgiven", "--libvirt-root", root)
-	if got := syncWith(t, p, root, marked(files, "given"), name); !bytes.Contains(got, []byte("<!-- given -->")) {
+	if !bytes.Contains(files[name], []byte(unavailableFeatures)) {
+		t.Fatalf("the probe's cache file has no %s", unavailableFeatures)
+	}
+	got := syncWith(t, p, vmi(p.name, 0), root, marked(files, "given"), name)
+	if !bytes.Contains(got, []byte("<!-- given -->")) {
 		t.Errorf("libvirt probed qemu again instead of using the cache file it was given")
+	}
+	if bytes.Contains(got, []byte(unavailableFeatures)) {
+		t.Errorf("a guest with the default CPU: the cache file still has %s", unavailableFeatures)
 	}
 	if log, _ := os.ReadFile(p.stderr.Name()); bytes.Contains(log, []byte("Probed qemu's capabilities")) {
 		t.Errorf("the launcher probed qemu ahead although the sync came first:\n%s", log)
+	}
+
+	root = freshRoot(t, "model")
+	p = startPod(t, "capsmodel", "--libvirt-root", root)
+	withModel := vmi(p.name, 0)
+	withModel.Spec.Domain.CPU = &virtv1.CPU{Model: "qemu64"}
+	got = syncWith(t, p, withModel, root, marked(files, "model"), name)
+	if !bytes.Contains(got, []byte("<!-- model -->")) || !bytes.Contains(got, []byte(unavailableFeatures)) {
+		t.Errorf("a guest with a CPU model: want the cache file as probed, got one with the mark %v and the flag %v",
+			bytes.Contains(got, []byte("<!-- model -->")), bytes.Contains(got, []byte(unavailableFeatures)))
 	}
 
 	stale := map[string][]byte{}
@@ -99,7 +121,7 @@ func TestQemuCapabilitiesFromTheNodeAgent(t *testing.T) {
 	}
 	root = freshRoot(t, "stale")
 	p = startPod(t, "capsstale", "--libvirt-root", root)
-	if got := syncWith(t, p, root, marked(stale, "stale"), name); bytes.Contains(got, []byte("<!-- stale -->")) {
+	if got := syncWith(t, p, vmi(p.name, 0), root, marked(stale, "stale"), name); bytes.Contains(got, []byte("<!-- stale -->")) {
 		t.Errorf("libvirt kept a cache file of another qemu binary (ctime 1)")
 	}
 }

@@ -69,7 +69,7 @@ func syncHandler(g *guest, op opKind) http.HandlerFunc {
 			return
 		}
 		if op == opSync {
-			g.takeCapabilities(req.QemuCapabilities)
+			g.markSynced()
 		}
 		vmi, err := g.parseVMI(req)
 		if err == nil { // waiting here, not in the guest's loop, keeps the loop free meanwhile

@@ -43,6 +43,7 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 	if err != nil {
 		return fmt.Errorf("marshal domain: %w", err)
 	}
+	g.installCapabilities(req.QemuCapabilities, plan.Domain)
 	t1 := time.Now()
 	dom, err := g.hv.conn.DomainCreateXML(x, libvirt.DOMAIN_START_PAUSED)
 	if err != nil {

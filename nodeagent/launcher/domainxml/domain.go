@@ -280,6 +280,21 @@ func setCPU(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
 	dom.CPU = cpu
 }
 
+// EmulatorDefaultCPU reports whether dom runs under software emulation with the emulator's default
+// CPU and nothing libvirt checks the started guest's CPU features against: no CPU model or features,
+// no Hyper-V enlightenments, no KVM features or PV spinlocks. libvirt then reads the started vCPU's
+// features only to check nothing, so it may read them the short way (see qemucaps.ForDefaultCPU).
+func EmulatorDefaultCPU(dom *libvirtxml.Domain) bool {
+	if dom.Type != "qemu" {
+		return false
+	}
+	if c := dom.CPU; c != nil && ((c.Mode != "" && c.Mode != "custom") || c.Model != nil || len(c.Features) > 0) {
+		return false
+	}
+	f := dom.Features
+	return f == nil || (f.HyperV == nil && f.KVM == nil && f.PVSpinlock == nil)
+}
+
 // setOS sets the machine type, SMBIOS from sysinfo, the firmware and direct kernel boot.
 func setOS(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, in Inputs) error {
 	machine := spec.MachineType()

@@ -281,3 +281,45 @@ func TestHyperVUnderEmulation(t *testing.T) {
 		t.Errorf("hyperv under emulation: %+v", hv)
 	}
 }
+
+// TestEmulatorDefaultCPU: only an emulated guest with qemu's default CPU and no CPU-dependent
+// feature lets libvirt read the started vCPU the short way.
+func TestEmulatorDefaultCPU(t *testing.T) {
+	withCPU := func(cpu *virtv1.CPU) func(*virtv1.VirtualMachineInstance) {
+		return func(v *virtv1.VirtualMachineInstance) { v.Spec.Domain.CPU = cpu }
+	}
+	noKVMOnlyHyperV := func(v *virtv1.VirtualMachineInstance) {
+		h := v.Spec.Domain.Features.Hyperv
+		h.VPIndex, h.SyNIC, h.SyNICTimer, h.Reenlightenment, h.TLBFlush, h.IPI = nil, nil, nil, nil, nil, nil
+	}
+	for _, tc := range []struct {
+		name, golden string
+		emulation    bool
+		change       func(*virtv1.VirtualMachineInstance)
+		want         bool
+	}{
+		{"emulated, no CPU", "vm-cirros", true, nil, true},
+		{"emulated, kernel boot", "kernelboot", true, nil, true},
+		{"emulated, host-model means nothing", "vm-cirros", true, withCPU(&virtv1.CPU{Model: "host-model"}), true},
+		{"emulated, topology only", "vm-cirros", true, withCPU(&virtv1.CPU{Cores: 2}), true},
+		{"KVM", "vm-cirros", false, nil, false},
+		{"emulated, a named model", "devices-clock", true, nil, false},
+		{"emulated, a feature", "vm-cirros", true, withCPU(&virtv1.CPU{Features: []virtv1.CPUFeature{{Name: "pcid"}}}), false},
+		{"emulated, Hyper-V", "hyperv", true, noKVMOnlyHyperV, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vmi := loadVMI(t, tc.golden)
+			if tc.change != nil {
+				tc.change(vmi)
+			}
+			plan, err := domainxml.Build(vmi, domainxml.Inputs{Emulation: tc.emulation, Kernel: privateDir + "/kernelboot/kernel", Initrd: privateDir + "/kernelboot/initrd",
+				ContainerDisks: map[string]domainxml.Image{"containerdisk": {Path: privateDir + "/disks/containerdisk/cirros.img", Format: "qcow2"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := domainxml.EmulatorDefaultCPU(plan.Domain); got != tc.want {
+				t.Errorf("EmulatorDefaultCPU = %v, want %v (cpu %+v)", got, tc.want, plan.Domain.CPU)
+			}
+		})
+	}
+}

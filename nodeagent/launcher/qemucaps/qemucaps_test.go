@@ -45,3 +45,15 @@ func TestInstallAndRead(t *testing.T) {
 	_, err = Read(filepath.Join(dir, "missing"))
 	assert.Error(t, err)
 }
+
+// ForDefaultCPU drops exactly the cpu-unavailable-features flag, whatever the quotes, and leaves
+// the given files as they were.
+func TestForDefaultCPU(t *testing.T) {
+	probed := "<qemuCaps>\n  <flag name='x86-max-cpu'/>\n  <flag name='cpu-unavailable-features'/>\n  <flag name='canonical-cpu-features'/>\n</qemuCaps>\n"
+	files := map[string][]byte{name: []byte(probed), "b.xml": []byte("<flag name=\"cpu-unavailable-features\"/>\r\n<x/>")}
+	got := ForDefaultCPU(files)
+	assert.Equal(t, "<qemuCaps>\n  <flag name='x86-max-cpu'/>\n  <flag name='canonical-cpu-features'/>\n</qemuCaps>\n", string(got[name]))
+	assert.Equal(t, "<x/>", string(got["b.xml"]))
+	assert.Equal(t, probed, string(files[name]), "the given files are not changed")
+	assert.Empty(t, ForDefaultCPU(nil))
+}
