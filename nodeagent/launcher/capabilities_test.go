@@ -19,7 +19,7 @@ import (
 // probes): never the instance's failure.
 func TestInstallCapabilities(t *testing.T) {
 	name := "926803a9278e445ec919c2b6cbd8c1c449c75b26dcb1686b774314180376c725.xml"
-	probed := map[string][]byte{name: []byte("<qemuCaps>\n  <flag name='cpu-unavailable-features'/>\n</qemuCaps>\n")}
+	probed := map[string][]byte{name: []byte("<qemuCaps>\n  <selfvers>9000000</selfvers>\n  <flag name='cpu-unavailable-features'/>\n</qemuCaps>\n")}
 	var log bytes.Buffer
 	newG := func(root string) *guest {
 		return newGuest(&Config{LibvirtRoot: root, Log: slog.New(slog.NewTextHandler(&log, nil))}, nil)
@@ -40,7 +40,7 @@ func TestInstallCapabilities(t *testing.T) {
 		t.Error("the warm-up still waits after a sync")
 	}
 	g.installCapabilities(probed, &libvirtxml.Domain{Type: "qemu", CPU: &libvirtxml.DomainCPU{}})
-	assert.Equal(t, "<qemuCaps>\n</qemuCaps>\n", installed(root), "default CPU under emulation: the short CPU reading")
+	assert.Equal(t, "<qemuCaps>\n  <selfvers>9000000</selfvers>\n</qemuCaps>\n", installed(root), "default CPU under emulation: the short CPU reading")
 
 	for what, dom := range map[string]*libvirtxml.Domain{
 		"KVM":         {Type: "kvm", CPU: &libvirtxml.DomainCPU{Mode: "host-model"}},

@@ -281,9 +281,10 @@ func setCPU(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
 }
 
 // EmulatorDefaultCPU reports whether dom runs under software emulation with the emulator's default
-// CPU and nothing libvirt checks the started guest's CPU features against: no CPU model or features,
-// no Hyper-V enlightenments, no KVM features or PV spinlocks. libvirt then reads the started vCPU's
-// features only to check nothing, so it may read them the short way (see qemucaps.ForDefaultCPU).
+// CPU and asks nothing of the started vCPU's features: no CPU model or features, no Hyper-V
+// enlightenments (libvirt verifies them), and, to be safe, no KVM features or PV spinlocks. libvirt
+// then has nothing to check against those features, so it may read them the short way
+// (qemucaps.ForDefaultCPU).
 func EmulatorDefaultCPU(dom *libvirtxml.Domain) bool {
 	if dom.Type != "qemu" {
 		return false

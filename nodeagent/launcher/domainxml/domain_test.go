@@ -288,9 +288,23 @@ func TestEmulatorDefaultCPU(t *testing.T) {
 	withCPU := func(cpu *virtv1.CPU) func(*virtv1.VirtualMachineInstance) {
 		return func(v *virtv1.VirtualMachineInstance) { v.Spec.Domain.CPU = cpu }
 	}
-	noKVMOnlyHyperV := func(v *virtv1.VirtualMachineInstance) {
-		h := v.Spec.Domain.Features.Hyperv
-		h.VPIndex, h.SyNIC, h.SyNICTimer, h.Reenlightenment, h.TLBFlush, h.IPI = nil, nil, nil, nil, nil, nil
+	// hyperv.yaml's features, emulation-proof, keeping only Hyper-V, KVM's or PV spinlocks.
+	only := func(hyperv, kvm, spinlocks bool) func(*virtv1.VirtualMachineInstance) {
+		return func(v *virtv1.VirtualMachineInstance) {
+			f := v.Spec.Domain.Features
+			h := f.Hyperv
+			h.VPIndex, h.SyNIC, h.SyNICTimer, h.Reenlightenment, h.TLBFlush, h.IPI = nil, nil, nil, nil, nil, nil
+			v.Spec.Domain.CPU = nil
+			if !hyperv {
+				f.Hyperv = nil
+			}
+			if !kvm {
+				f.KVM = nil
+			}
+			if !spinlocks {
+				f.Pvspinlock = nil
+			}
+		}
 	}
 	for _, tc := range []struct {
 		name, golden string
@@ -303,9 +317,12 @@ func TestEmulatorDefaultCPU(t *testing.T) {
 		{"emulated, host-model means nothing", "vm-cirros", true, withCPU(&virtv1.CPU{Model: "host-model"}), true},
 		{"emulated, topology only", "vm-cirros", true, withCPU(&virtv1.CPU{Cores: 2}), true},
 		{"KVM", "vm-cirros", false, nil, false},
-		{"emulated, a named model", "devices-clock", true, nil, false},
+		{"emulated, a named model", "vm-cirros", true, withCPU(&virtv1.CPU{Model: "Westmere"}), false},
 		{"emulated, a feature", "vm-cirros", true, withCPU(&virtv1.CPU{Features: []virtv1.CPUFeature{{Name: "pcid"}}}), false},
-		{"emulated, Hyper-V", "hyperv", true, noKVMOnlyHyperV, false},
+		{"emulated, none of hyperv.yaml's features", "hyperv", true, only(false, false, false), true},
+		{"emulated, Hyper-V", "hyperv", true, only(true, false, false), false},
+		{"emulated, KVM hidden", "hyperv", true, only(false, true, false), false},
+		{"emulated, PV spinlocks", "hyperv", true, only(false, false, true), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vmi := loadVMI(t, tc.golden)

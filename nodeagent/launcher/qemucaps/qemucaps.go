@@ -38,20 +38,21 @@ func ValidName(name string) bool {
 // property (libvirt's QEMU_CAPS_CPU_UNAVAILABLE_FEATURES).
 var unavailableFeaturesFlag = regexp.MustCompile(`(?m)^[ \t]*<flag name=["']cpu-unavailable-features["']/>[ \t]*\r?\n`)
 
+// libvirtVersion is the version of the libvirt that wrote a cache file (major × 1,000,000 + …).
+var libvirtVersion = regexp.MustCompile(`<selfvers>(\d+)</selfvers>`)
+
 // ForDefaultCPU returns the files without the "cpu-unavailable-features" flag, for a launcher whose
-// guest runs the emulator's default CPU (domainxml.EmulatorDefaultCPU).
-//
-// Once qemu has started a guest, libvirt reads the vCPU's features to verify them against the
-// domain's CPU and to record them in the live definition. With the flag, libvirt 9.0 does that with
-// one qom-get per CPU property (398 monitor round trips with qemu 7.2, which has no qom-list-get:
-// about 0.3 s, most of a guest's start under emulation); without it, with libvirt's x86 reading of
-// the CPUID words (two qom-gets), which misses only MSR-based features — and libvirt then refuses a
-// domain that asks for one. A guest with the default CPU asks for no feature and libvirt checks
-// none, so the short reading loses nothing. Everything else in the files stays as probed.
+// guest runs the emulator's default CPU (domainxml.EmulatorDefaultCPU): libvirt 9 then reads the
+// started vCPU's CPUID words in two qom-gets instead of one qom-get per CPU property (398 with qemu
+// 7.2, most of a start under emulation; docs/launcher.md, "The guest CPU's readout"). Files written
+// by another libvirt than 9.x, whose reading this was not measured with, are returned as they are.
 func ForDefaultCPU(files map[string][]byte) map[string][]byte {
 	out := make(map[string][]byte, len(files))
 	for name, data := range files {
-		out[name] = unavailableFeaturesFlag.ReplaceAll(data, nil)
+		if m := libvirtVersion.FindSubmatch(data); m != nil && len(m[1]) == 7 && m[1][0] == '9' {
+			data = unavailableFeaturesFlag.ReplaceAll(data, nil)
+		}
+		out[name] = data
 	}
 	return out
 }

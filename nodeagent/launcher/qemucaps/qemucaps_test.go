@@ -46,14 +46,16 @@ func TestInstallAndRead(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// ForDefaultCPU drops exactly the cpu-unavailable-features flag, whatever the quotes, and leaves
-// the given files as they were.
+// ForDefaultCPU drops exactly the cpu-unavailable-features flag, whatever the quotes, from files
+// libvirt 9 wrote, leaves other libvirts' files and the given files as they were.
 func TestForDefaultCPU(t *testing.T) {
-	probed := "<qemuCaps>\n  <flag name='x86-max-cpu'/>\n  <flag name='cpu-unavailable-features'/>\n  <flag name='canonical-cpu-features'/>\n</qemuCaps>\n"
-	files := map[string][]byte{name: []byte(probed), "b.xml": []byte("<flag name=\"cpu-unavailable-features\"/>\r\n<x/>")}
+	probed := "<qemuCaps>\n  <selfvers>9000000</selfvers>\n  <flag name='x86-max-cpu'/>\n  <flag name='cpu-unavailable-features'/>\n  <flag name='canonical-cpu-features'/>\n</qemuCaps>\n"
+	newer := "<qemuCaps>\n  <selfvers>11005000</selfvers>\n  <flag name='cpu-unavailable-features'/>\n</qemuCaps>\n"
+	files := map[string][]byte{name: []byte(probed), "b.xml": []byte("<selfvers>9010000</selfvers>\n<flag name=\"cpu-unavailable-features\"/>\r\n<x/>"), "c.xml": []byte(newer)}
 	got := ForDefaultCPU(files)
-	assert.Equal(t, "<qemuCaps>\n  <flag name='x86-max-cpu'/>\n  <flag name='canonical-cpu-features'/>\n</qemuCaps>\n", string(got[name]))
-	assert.Equal(t, "<x/>", string(got["b.xml"]))
+	assert.Equal(t, "<qemuCaps>\n  <selfvers>9000000</selfvers>\n  <flag name='x86-max-cpu'/>\n  <flag name='canonical-cpu-features'/>\n</qemuCaps>\n", string(got[name]))
+	assert.Equal(t, "<selfvers>9010000</selfvers>\n<x/>", string(got["b.xml"]))
+	assert.Equal(t, newer, string(got["c.xml"]), "another libvirt's file is kept as it is")
 	assert.Equal(t, probed, string(files[name]), "the given files are not changed")
 	assert.Empty(t, ForDefaultCPU(nil))
 }
