@@ -49,9 +49,10 @@ type controlPlane struct {
 	controller *process
 }
 
-// startControlPlane starts everything with nodes kwok nodes; the binaries come from
-// KUBEBUILDER_ASSETS (Kubernetes), PODVIRT_KWOK and PODVIRT_VIRT_CONTROLLER.
-func startControlPlane(ctx context.Context, nodes int) (*controlPlane, error) {
+// startControlPlane starts everything with nodes kwok nodes, kube-scheduler's client limited to
+// schedulerQPS; the binaries come from KUBEBUILDER_ASSETS (Kubernetes), PODVIRT_KWOK and
+// PODVIRT_VIRT_CONTROLLER.
+func startControlPlane(ctx context.Context, nodes, schedulerQPS int) (*controlPlane, error) {
 	for _, env := range []string{"KUBEBUILDER_ASSETS", "PODVIRT_KWOK", "PODVIRT_KWOK_STAGES", "PODVIRT_VIRT_CONTROLLER"} {
 		if os.Getenv(env) == "" {
 			return nil, fmt.Errorf("%s is not set: run `make bench-scale`", env)
@@ -68,7 +69,7 @@ func startControlPlane(ctx context.Context, nodes int) (*controlPlane, error) {
 		_ = cp.te.Stop()
 		return nil, fmt.Errorf("start kube-apiserver and etcd: %w", err)
 	}
-	if err := cp.startComponents(ctx); err != nil {
+	if err := cp.startComponents(ctx, schedulerQPS); err != nil {
 		cp.stop()
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func startControlPlane(ctx context.Context, nodes int) (*controlPlane, error) {
 	return cp, nil
 }
 
-func (cp *controlPlane) startComponents(ctx context.Context) error {
+func (cp *controlPlane) startComponents(ctx context.Context, schedulerQPS int) error {
 	user, err := cp.te.AddUser(envtest.User{Name: "scale-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("admin user: %w", err)
@@ -116,10 +117,13 @@ func (cp *controlPlane) startComponents(ctx context.Context) error {
 		// leaves rate limiting to the apiserver's priority and fairness).
 		{"kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), []string{"--kubeconfig=" + kc,
 			"--controllers=replicaset,garbagecollector", "--leader-elect=false", "--secure-port=0", "--kube-api-qps=1000", "--kube-api-burst=2000"}},
-		{"kube-scheduler", filepath.Join(assets, "kube-scheduler"), []string{"--kubeconfig=" + kc, "--leader-elect=false", "--secure-port=0"}},
+		// The scheduler's client as clusters run it unless told (kube-scheduler's default 50 QPS,
+		// burst 100: it binds at most about 50 Pods a second).
+		{"kube-scheduler", filepath.Join(assets, "kube-scheduler"), []string{"--kubeconfig=" + kc, "--leader-elect=false", "--secure-port=0",
+			fmt.Sprintf("--kube-api-qps=%d", schedulerQPS), fmt.Sprintf("--kube-api-burst=%d", 2*schedulerQPS)}},
 		{"kwok", os.Getenv("PODVIRT_KWOK"), []string{"--kubeconfig=" + kc, "--config=" + stages, "--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 			"--cidr=10.0.0.0/12", "--server-address=127.0.0.1:0"}},
-		{"virt-controller", os.Getenv("PODVIRT_VIRT_CONTROLLER"), []string{"--kubeconfig=" + kc, "--leader-elect=false", "--metrics-bind-address=0",
+		{controllerComponent, os.Getenv("PODVIRT_VIRT_CONTROLLER"), []string{"--kubeconfig=" + kc, "--leader-elect=false", "--metrics-bind-address=0",
 			"--health-probe-bind-address=0", "--use-emulation", "--namespace=podvirt", "--node-heartbeat-threshold=24h"}},
 	} {
 		p, err := startProcess(cp.dir, c.name, c.bin, c.args...)
@@ -127,7 +131,7 @@ func (cp *controlPlane) startComponents(ctx context.Context) error {
 			return err
 		}
 		cp.procs = append(cp.procs, p)
-		if c.name == "virt-controller" {
+		if c.name == controllerComponent {
 			cp.controller = p
 		}
 	}
@@ -299,9 +303,12 @@ func (p *process) exited() error {
 	}
 }
 
-// cpu is the process's user + system CPU time so far (/proc/PID/stat, in clock ticks of 10 ms).
-func (p *process) cpu() (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+// cpu is the process's user + system CPU time so far.
+func (p *process) cpu() (time.Duration, error) { return pidCPU(p.cmd.Process.Pid) }
+
+// pidCPU is a process's user + system CPU time so far (/proc/PID/stat, in clock ticks of 10 ms).
+func pidCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -312,6 +319,58 @@ func (p *process) cpu() (time.Duration, error) {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// controllerComponent is virt-controller's name among the components.
+const controllerComponent = "virt-controller"
+
+// benchmarkComponent names the benchmark's own process (its clients, watches and simulated agents)
+// in componentCPU.
+const benchmarkComponent = "benchmark"
+
+// componentCPU is the CPU time so far of every process of the simulated cluster: the components
+// started here, envtest's kube-apiserver and etcd (children of this process, found by name) and
+// the benchmark itself.
+func (cp *controlPlane) componentCPU() (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, p := range cp.procs {
+		c, err := p.cpu()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		out[p.name] = c
+	}
+	self, err := pidCPU(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	out[benchmarkComponent] = self
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, stat := range stats {
+		data, err := os.ReadFile(stat)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		s := string(data)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		comm, fields := s[open+1:end], strings.Fields(s[end+1:])
+		if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) || (comm != "kube-apiserver" && comm != "etcd") {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Fields(s)[0])
+		if out[comm], err = pidCPU(pid); err != nil {
+			return nil, fmt.Errorf("%s: %w", comm, err)
+		}
+	}
+	for _, must := range []string{"kube-apiserver", "etcd"} {
+		if _, ok := out[must]; !ok {
+			return nil, fmt.Errorf("no %s process among this benchmark's children", must)
+		}
+	}
+	return out, nil
 }
 
 // peakRSS is the process's peak resident set (VmHWM), in bytes.

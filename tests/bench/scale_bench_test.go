@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,14 +38,16 @@ const scaleTimeout = 15 * time.Minute
 
 // BenchmarkScale runs the real virt-controller against a real apiserver with kwok nodes (`make
 // bench-scale`): for each size in BENCH_SCALE_SIZES (default 100,1000) on BENCH_SCALE_NODES (default
-// 100) nodes, a fresh control plane; N VMs with runStrategy Always created at once, until every VMI
+// 100) nodes, a fresh control plane (kube-scheduler's client at BENCH_SCALE_SCHEDULER_QPS, default 50
+// as kube-scheduler's own default); N VMs with runStrategy Always created at once, until every VMI
 // is Scheduled and every VM Running (the node agent's part played by agentSim: Scheduled → Running);
 // the same N as plain Pods through one ReplicaSet; then all stopped. It prints times, P50/P95 per
-// object, apiserver writes per object, virt-controller's CPU and peak RSS, and the VM:Pod ratio;
-// it asserts nothing about them.
+// object, apiserver writes per object, every component's CPU per object, virt-controller's peak RSS,
+// and the VM:Pod ratio; it asserts nothing about them.
 func BenchmarkScale(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard()) // the benchmark's cache logs nothing worth reading
 	nodes := envInt(b, "BENCH_SCALE_NODES", 100)
+	schedulerQPS := envInt(b, "BENCH_SCALE_SCHEDULER_QPS", 50)
 	var sizes []int
 	for _, s := range strings.Split(envString("BENCH_SCALE_SIZES", "100,1000"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -55,7 +58,7 @@ func BenchmarkScale(b *testing.B) {
 	}
 	var runs []scaleRun
 	for _, n := range sizes {
-		r := runScale(b, n, nodes)
+		r := runScale(b, n, nodes, schedulerQPS)
 		fmt.Println(r.report()) // b.Log would cut a benchmark's output to a few lines
 		runs = append(runs, r)
 	}
@@ -74,20 +77,21 @@ func envString(name, def string) string {
 
 // scaleRun is what one size measured.
 type scaleRun struct {
-	n, nodes                      int
+	n, nodes, schedulerQPS        int
 	vmLatency, podLatency         []float64 // seconds, per object
 	vmsScheduled, vmsAll          time.Duration
 	podsAll, vmsStopped, podsGone time.Duration
 	vmWrites, podWrites           map[string]float64
-	cpuStart, cpuStop             time.Duration
+	cpuStart, cpuStop             time.Duration            // virt-controller's
+	vmCPU, podCPU                 map[string]time.Duration // every component's, to all Running
 	rss                           int64
 	simConflicts                  int
 	steps                         []time.Duration // first create → the last VMI created, launcher Pod created, launcher Pod Running
 }
 
-func runScale(b *testing.B, n, nodes int) scaleRun {
+func runScale(b *testing.B, n, nodes, schedulerQPS int) scaleRun {
 	ctx := b.Context()
-	cp, err := startControlPlane(ctx, nodes)
+	cp, err := startControlPlane(ctx, nodes, schedulerQPS)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,7 +104,7 @@ func runScale(b *testing.B, n, nodes int) scaleRun {
 	w := newWatcher(b, watchCtx, cp, ns)
 	defer w.stop() // before cp.stop: the watcher must not outlive its apiserver
 	defer stopWatching()
-	r := scaleRun{n: n, nodes: nodes}
+	r := scaleRun{n: n, nodes: nodes, schedulerQPS: schedulerQPS}
 
 	cpu0, w0 := cp.usage(b)
 	t0 := time.Now()
@@ -114,7 +118,7 @@ func runScale(b *testing.B, n, nodes int) scaleRun {
 	w.waitFor(b, cp, "every VM Running", func() bool { return w.len(w.vmRunning) == n })
 	r.vmsAll = time.Since(t0)
 	cpu1, w1 := cp.usage(b)
-	r.cpuStart, r.vmWrites = cpu1-cpu0, diff(w1, w0, n)
+	r.cpuStart, r.vmWrites, r.vmCPU = cpu1[controllerComponent]-cpu0[controllerComponent], diff(w1, w0, n), cpuDiff(cpu1, cpu0)
 	for _, t := range w.snapshot(w.vmRunning) { // from the first create, as the Pods from the ReplicaSet's
 		r.vmLatency = append(r.vmLatency, t.Sub(t0).Seconds())
 	}
@@ -129,20 +133,20 @@ func runScale(b *testing.B, n, nodes int) scaleRun {
 	})
 	r.vmsStopped = time.Since(t1)
 	cpu2, _ := cp.usage(b)
-	r.cpuStop = cpu2 - cpu1
+	r.cpuStop = cpu2[controllerComponent] - cpu1[controllerComponent]
 	w.mu.Lock()
 	r.simConflicts = w.conflicts
 	w.mu.Unlock()
 
-	_, w2 := cp.usage(b)
+	cpu3, w2 := cp.usage(b)
 	t2 := time.Now()
 	if err := cp.client.Create(ctx, scaleReplicaSet(ns, n)); err != nil {
 		b.Fatal(err)
 	}
 	w.waitFor(b, cp, "every Pod Running", func() bool { return w.len(w.podRunning) == n })
 	r.podsAll = time.Since(t2)
-	_, w3 := cp.usage(b)
-	r.podWrites = diff(w3, w2, n)
+	cpu4, w3 := cp.usage(b)
+	r.podWrites, r.podCPU = diff(w3, w2, n), cpuDiff(cpu4, cpu3)
 	for _, t := range w.snapshot(w.podRunning) {
 		r.podLatency = append(r.podLatency, t.Sub(t2).Seconds())
 	}
@@ -160,9 +164,9 @@ func runScale(b *testing.B, n, nodes int) scaleRun {
 	return r
 }
 
-// usage is virt-controller's CPU time and the apiserver's writes so far.
-func (cp *controlPlane) usage(b *testing.B) (time.Duration, map[string]float64) {
-	cpu, err := cp.controller.cpu()
+// usage is every component's CPU time and the apiserver's writes so far.
+func (cp *controlPlane) usage(b *testing.B) (map[string]time.Duration, map[string]float64) {
+	cpu, err := cp.componentCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,6 +175,14 @@ func (cp *controlPlane) usage(b *testing.B) (time.Duration, map[string]float64) 
 		b.Fatal(err)
 	}
 	return cpu, writes
+}
+
+func cpuDiff(after, before map[string]time.Duration) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	return out
 }
 
 func diff(after, before map[string]float64, n int) map[string]float64 {
@@ -444,6 +456,24 @@ func breakdown(m map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
+// perObjectMillis is CPU time per object, in milliseconds, by component.
+func perObjectMillis(cpu map[string]time.Duration, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range cpu {
+		out[k] = v.Seconds() * 1000 / float64(n)
+	}
+	return out
+}
+
+// busy is how much of the machine's cores the components used over elapsed, in percent.
+func busy(cpu map[string]time.Duration, elapsed time.Duration) float64 {
+	var total time.Duration
+	for _, v := range cpu {
+		total += v
+	}
+	return 100 * total.Seconds() / elapsed.Seconds() / float64(runtime.NumCPU())
+}
+
 func (r scaleRun) report() string {
 	var t table
 	t.add(fmt.Sprintf("%d VMs / %d Pods on %d kwok nodes (seconds)", r.n, r.n, r.nodes), "P50", "P95", "max", "all done")
@@ -461,6 +491,11 @@ func (r scaleRun) report() string {
 		percentile(r.vmLatency, 50)/percentile(r.podLatency, 50), percentile(r.vmLatency, 95)/percentile(r.podLatency, 95))
 	fmt.Fprintf(&b, "apiserver writes per VM to Running: %.2f (%s)\n", sum(r.vmWrites), breakdown(r.vmWrites))
 	fmt.Fprintf(&b, "apiserver writes per Pod to Running: %.2f (%s)\n", sum(r.podWrites), breakdown(r.podWrites))
+	vmCPU, podCPU := perObjectMillis(r.vmCPU, r.n), perObjectMillis(r.podCPU, r.n)
+	fmt.Fprintf(&b, "CPU ms per VM to Running, every component: %.1f (%s); busy %.0f %% of %d cores\n", sum(vmCPU), breakdown(vmCPU),
+		busy(r.vmCPU, r.vmsAll), runtime.NumCPU())
+	fmt.Fprintf(&b, "CPU ms per Pod to Running, every component: %.1f (%s); busy %.0f %% of %d cores; kube-scheduler's client at %d QPS\n",
+		sum(podCPU), breakdown(podCPU), busy(r.podCPU, r.podsAll), runtime.NumCPU(), r.schedulerQPS)
 	fmt.Fprintf(&b, "virt-controller: %.2f CPU s to start %d VMs (%.1f ms per VM), %.2f CPU s to stop them; peak RSS %.1f MiB (goal ≤ 150 MiB); simulated agents' conflicts %d\n",
 		r.cpuStart.Seconds(), r.n, r.cpuStart.Seconds()*1000/float64(r.n), r.cpuStop.Seconds(), mib(r.rss), r.simConflicts)
 	return b.String()
