@@ -16,6 +16,12 @@ import (
 // x86_64 hosts, allocated lazily but touched quickly) costs ~30 MiB more RSS for no gain on small guests.
 const TBCacheMiB = 32
 
+// libvirt's domain types: hardware virtualization, software emulation (TCG).
+const (
+	domainTypeKVM      = "kvm"
+	domainTypeEmulated = "qemu"
+)
+
 // MetadataNamespace is the XML namespace of the launcher's <metadata> element in the domain.
 const MetadataNamespace = "https://podvirt.io/launcher/v1"
 
@@ -151,7 +157,7 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	}
 	mem := guest.Value()
 	dom := &libvirtxml.Domain{
-		Type:       "kvm",
+		Type:       domainTypeKVM,
 		Name:       DomainName(vmi),
 		Memory:     &libvirtxml.DomainMemory{Value: uint(mem), Unit: "b"},
 		OnPoweroff: "destroy",
@@ -160,7 +166,7 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 		Devices:    &libvirtxml.DomainDeviceList{},
 	}
 	if in.Emulation {
-		dom.Type = "qemu"
+		dom.Type = domainTypeEmulated
 	}
 	hugepages, err := spec.HugepageSize()
 	if err != nil {
@@ -286,7 +292,7 @@ func setCPU(dom *libvirtxml.Domain, spec *virtv1.DomainSpec, emulation bool) {
 // then has nothing to check against those features, so it may read them the short way
 // (qemucaps.ForDefaultCPU).
 func EmulatorDefaultCPU(dom *libvirtxml.Domain) bool {
-	if dom.Type != "qemu" {
+	if dom.Type != domainTypeEmulated {
 		return false
 	}
 	if c := dom.CPU; c != nil && ((c.Mode != "" && c.Mode != "custom") || c.Model != nil || len(c.Features) > 0) {
