@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -55,12 +56,16 @@ func CacheOptions(o Options) cache.Options {
 func AddToManager(mgr ctrl.Manager, o Options) error {
 	reader := mgr.GetAPIReader()
 	c := mgr.GetClient()
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
 	regs := []struct {
 		name  string
 		setup func(ctrl.Manager) error
 	}{
-		{"virtualmachine", (&vm.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vm.ControllerName), Clock: o.Clock}).SetupWithManager},
-		{"virtualmachineinstance", (&vmi.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vmi.ControllerName), Config: o.Launcher, Clock: o.Clock}).SetupWithManager},
+		{"virtualmachine", (&vm.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vm.ControllerName), Clock: o.Clock, Discovery: disc}).SetupWithManager},
+		{"virtualmachineinstance", (&vmi.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vmi.ControllerName), Config: o.Launcher, Clock: o.Clock, Discovery: disc}).SetupWithManager},
 		{"migration", (&migration.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(migration.ControllerName), Config: o.Launcher, Clock: o.Clock}).SetupWithManager},
 		{"evacuation", (&migration.EvacuationReconciler{Client: c, Recorder: mgr.GetEventRecorder(migration.ControllerName), Clock: o.Clock}).SetupWithManager},
 		{"replicaset", (&replicaset.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(replicaset.ControllerName), Burst: o.ReplicaSetBurst, Clock: o.Clock}).SetupWithManager},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -40,6 +41,8 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+	// Discovery tells whether CDI's API is served; the manager's apiserver's when nil.
+	Discovery discovery.DiscoveryInterface
 
 	writes statuspatch.OwnWrites
 }
@@ -49,6 +52,13 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.Discovery == nil {
+		disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return fmt.Errorf("discovery client: %w", err)
+		}
+		r.Discovery = disc
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &virtv1.VirtualMachine{}, claimIndex, claimNames); err != nil {
 		return fmt.Errorf("index VirtualMachines by claim: %w", err)

@@ -23,7 +23,7 @@ var DataVolumeGVK = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "
 
 // cdiInstalled reports whether the apiserver serves CDI's DataVolumes.
 func (r *Reconciler) cdiInstalled() (bool, error) {
-	return optionalapi.Served(r.Client.RESTMapper(), DataVolumeGVK)
+	return optionalapi.Served(r.Discovery, DataVolumeGVK)
 }
 
 // dataVolumeClaims are the claims of vm's template that a DataVolume provisions.

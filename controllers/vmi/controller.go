@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +32,8 @@ type Reconciler struct {
 	Config    Config
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+	// Discovery tells whether Multus' API is served; the manager's apiserver's when nil.
+	Discovery discovery.DiscoveryInterface
 
 	writes statuspatch.OwnWrites
 }
@@ -39,6 +42,13 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.Discovery == nil {
+		disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return fmt.Errorf("discovery client: %w", err)
+		}
+		r.Discovery = disc
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("virtualmachineinstance").

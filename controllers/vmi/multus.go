@@ -45,7 +45,7 @@ func (r *Reconciler) holdForMultus(vmi *virtv1.VirtualMachineInstance) (held boo
 	if len(nets) == 0 {
 		return false, 0, nil
 	}
-	served, err := optionalapi.Served(r.Client.RESTMapper(), NetworkAttachmentDefinitionGVK)
+	served, err := optionalapi.Served(r.Discovery, NetworkAttachmentDefinitionGVK)
 	if err != nil || served {
 		return false, 0, err
 	}

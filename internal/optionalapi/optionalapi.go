@@ -7,22 +7,31 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 )
 
 // Recheck is how often an object waiting for an API that is not served looks again.
 const Recheck = 30 * time.Second
 
-// Served reports whether the apiserver serves gvk. The mapper (controller-runtime's) looks the API
-// up again on a miss, so a newly installed API is found at the next call.
-func Served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
-	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+// Served reports whether the apiserver serves gvk, asking its discovery each time (a group version
+// it does not serve at all is no error: the API is not installed). Unlike a REST mapper, which keeps
+// a mapping once found, it notices an API that was removed. The controllers ask only where an
+// object needs the API (a launcher Pod to create with Multus networks, DataVolumes to create or
+// wait for), so the request is rare.
+func Served(disc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
+	list, err := disc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 	switch {
-	case meta.IsNoMatchError(err):
+	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("look up the %s API (%s): %w", gvk.Kind, gvk.GroupVersion(), err)
 	}
-	return true, nil
+	for _, r := range list.APIResources {
+		if r.Kind == gvk.Kind {
+			return true, nil
+		}
+	}
+	return false, nil
 }
