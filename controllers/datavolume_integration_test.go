@@ -11,11 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers/vm"
+	"github.com/podvirt/podvirt/internal/optionalapi"
 	"github.com/podvirt/podvirt/internal/testenv"
 )
 
@@ -78,9 +80,11 @@ func TestDataVolumesWithAndWithoutCDI(t *testing.T) {
 	require.NoError(t, e.Client.Create(ctx, crd))
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), crd) })
 	// The CRD is served once discovery lists it; a VM reconciled before that waits for the recheck.
+	disc, err := discovery.NewDiscoveryClientForConfig(e.Config)
+	require.NoError(t, err)
 	eventually(t, "the apiserver serves CDI's DataVolume API", func() bool {
-		_, err := e.Client.RESTMapper().RESTMapping(vm.DataVolumeGVK.GroupKind(), vm.DataVolumeGVK.Version)
-		return err == nil
+		served, err := optionalapi.Served(disc, vm.DataVolumeGVK)
+		return err == nil && served
 	})
 	pref := &itv1beta1.VirtualMachinePreference{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fast-disks"},
 		Spec: itv1beta1.VirtualMachinePreferenceSpec{Volumes: &itv1beta1.VolumePreferences{PreferredStorageClassName: "fast"}}}

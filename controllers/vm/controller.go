@@ -215,38 +215,44 @@ func (r *Reconciler) claims(ctx context.Context, vm *virtv1.VirtualMachine) (vol
 			vs.unbound = append(vs.unbound, name)
 		}
 	}
-	var fromDataVolumes []string
 	for _, name := range dataVolumeClaims(vm) {
 		if slices.Contains(vs.missing, name) {
-			fromDataVolumes = append(fromDataVolumes, name)
-		}
-	}
-	if len(fromDataVolumes) > 0 {
-		cdi, err := r.cdiInstalled()
-		if err != nil {
-			return vs, err
-		}
-		if !cdi {
-			vs.noCDI = fromDataVolumes
+			vs.fromDataVolumes = append(vs.fromDataVolumes, name)
 		}
 	}
 	return vs, nil
 }
 
+// observeCDI asks whether CDI is installed, once per pass and only when the answer matters: the VM
+// is to start (its DataVolumes are created, or its missing DataVolume claims wait for CDI) or has an
+// instance (whose missing claims the Ready condition explains). A stopped VM asks nothing.
+func (r *Reconciler) observeCDI(s *scope, d decision) (installed bool, err error) {
+	starting := d.action == actCreate
+	if !starting && s.vmi == nil {
+		return false, nil
+	}
+	if len(s.vols.fromDataVolumes) == 0 && (!starting || len(s.vm.Spec.DataVolumeTemplates) == 0) {
+		return false, nil
+	}
+	if installed, err = r.cdiInstalled(); err != nil || installed {
+		return installed, err
+	}
+	s.vols.noCDI = s.vols.fromDataVolumes
+	return false, nil
+}
+
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	recordStartFailure(s.vm, s.vmi, s.now)
 	d := decide(s.vm, observe(s.vmi), s.now)
-	if d.action == actCreate && len(s.vm.Spec.DataVolumeTemplates) > 0 {
-		cdi, err := r.cdiInstalled()
-		if err == nil && cdi {
-			// A missing instancetype or preference stops the start below (act), saying so.
-			specs, _ := instancetype.Live(ctx, r.APIReader, s.vm)
-			err = r.ensureDataVolumes(ctx, s.vm, specs.Preference)
-		}
-		if err != nil {
-			r.setStatus(s, d)
-			return ctrl.Result{}, err
-		}
+	cdi, err := r.observeCDI(s, d)
+	if err == nil && cdi && d.action == actCreate && len(s.vm.Spec.DataVolumeTemplates) > 0 {
+		// A missing instancetype or preference stops the start below (act), saying so.
+		specs, _ := instancetype.Live(ctx, r.APIReader, s.vm)
+		err = r.ensureDataVolumes(ctx, s.vm, specs.Preference)
+	}
+	if err != nil {
+		r.setStatus(s, d)
+		return ctrl.Result{}, err
 	}
 	if d.action == actCreate && len(s.vols.missing) > 0 {
 		// Creating the instance now would only give a Pod that cannot start; wait for the claim.
@@ -256,7 +262,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		}
 		d.action, d.stoppedReason, d.waitingForClaims = actNone, "", true
 	}
-	err := r.act(ctx, s, d)
+	err = r.act(ctx, s, d)
 	if err == nil && d.dropRequest {
 		s.vm.Status.StateChangeRequests = s.vm.Status.StateChangeRequests[1:]
 		if len(s.vm.Status.StateChangeRequests) == 0 {

@@ -16,7 +16,9 @@ import (
 type volumeState struct {
 	missing []string // claims that do not exist
 	unbound []string // claims that exist and are not bound yet
-	noCDI   []string // missing claims only a DataVolume would provision, with CDI not installed
+	// fromDataVolumes are the missing claims a DataVolume provisions; noCDI the same when CDI is not
+	// installed (asked only when it matters: Reconciler.observeCDI).
+	fromDataVolumes, noCDI []string
 }
 
 // missingMessage says which claims are missing and, for DataVolumes, that nothing will provision them.

@@ -17,9 +17,10 @@ const Recheck = 30 * time.Second
 
 // Served reports whether the apiserver serves gvk, asking its discovery each time (a group version
 // it does not serve at all is no error: the API is not installed). Unlike a REST mapper, which keeps
-// a mapping once found, it notices an API that was removed. The controllers ask only where an
-// object needs the API (a launcher Pod to create with Multus networks, DataVolumes to create or
-// wait for), so the request is rare.
+// a mapping once found, it notices an API that was removed. The controllers ask once per pass of
+// an object that needs the answer (an instance with Multus networks that has no launcher Pod yet;
+// a VM to start, or with an instance, that has DataVolumes): one cheap GET, repeated every Recheck
+// while the object waits.
 func Served(disc discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (bool, error) {
 	list, err := disc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 	switch {
