@@ -41,7 +41,7 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
-	// Discovery tells whether CDI's API is served; the manager's apiserver's when nil.
+	// Discovery tells whether CDI's API is served (required).
 	Discovery discovery.DiscoveryInterface
 
 	writes statuspatch.OwnWrites
@@ -52,13 +52,6 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
-	}
-	if r.Discovery == nil {
-		disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-		if err != nil {
-			return fmt.Errorf("discovery client: %w", err)
-		}
-		r.Discovery = disc
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &virtv1.VirtualMachine{}, claimIndex, claimNames); err != nil {
 		return fmt.Errorf("index VirtualMachines by claim: %w", err)
@@ -237,7 +230,7 @@ func (r *Reconciler) observeCDI(s *scope, d decision) (installed bool, err error
 	if installed, err = r.cdiInstalled(); err != nil || installed {
 		return installed, err
 	}
-	s.vols.noCDI = s.vols.fromDataVolumes
+	s.vols.noCDI = true
 	return false, nil
 }
 
@@ -281,7 +274,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	result := ctrl.Result{RequeueAfter: d.retryAfter}
-	if d.waitingForClaims && len(s.vols.noCDI) > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > optionalapi.Recheck) {
+	if d.waitingForClaims && len(s.vols.waitingForCDI()) > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > optionalapi.Recheck) {
 		result.RequeueAfter = optionalapi.Recheck
 	}
 	return result, nil

@@ -14,21 +14,31 @@ import (
 
 // volumeState is what the controller found out about the PersistentVolumeClaims the template uses.
 type volumeState struct {
-	missing []string // claims that do not exist
-	unbound []string // claims that exist and are not bound yet
-	// fromDataVolumes are the missing claims a DataVolume provisions; noCDI the same when CDI is not
-	// installed (asked only when it matters: Reconciler.observeCDI).
-	fromDataVolumes, noCDI []string
+	missing         []string // claims that do not exist
+	unbound         []string // claims that exist and are not bound yet
+	fromDataVolumes []string // missing claims a DataVolume provisions
+	// noCDI: CDI is not installed, so nothing provisions fromDataVolumes (asked only when it
+	// matters: Reconciler.observeCDI).
+	noCDI bool
+}
+
+// waitingForCDI are the missing claims only CDI would provision, while it is not installed.
+func (vs volumeState) waitingForCDI() []string {
+	if !vs.noCDI {
+		return nil
+	}
+	return vs.fromDataVolumes
 }
 
 // missingMessage says which claims are missing and, for DataVolumes, that nothing will provision them.
 func (vs volumeState) missingMessage() (reason, message string) {
 	message = "PersistentVolumeClaim(s) not found: " + strings.Join(vs.missing, ", ")
-	if len(vs.noCDI) == 0 {
+	waiting := vs.waitingForCDI()
+	if len(waiting) == 0 {
 		return "PVCNotFound", message
 	}
 	return "CDINotInstalled", message + "; CDI is not installed (no cdi.kubevirt.io DataVolume API), so nothing provisions the claim of DataVolume(s) " +
-		strings.Join(vs.noCDI, ", ") + ": install CDI or create the claim"
+		strings.Join(waiting, ", ") + ": install CDI or create the claim"
 }
 
 // printableStatus computes the STATUS column. The checks run in KubeVirt's priority order; the first

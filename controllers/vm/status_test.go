@@ -74,7 +74,7 @@ func TestReadyConditionExplainsWhatTheVMWaitsFor(t *testing.T) {
 	setReadyCondition(vm, nil, volumeState{unbound: []string{"data"}}, false)
 	assert.Equal(t, "VMINotExists", vm.Status.Conditions[0].Reason)
 
-	setReadyCondition(vm, nil, volumeState{missing: []string{"data", "dv"}, noCDI: []string{"dv"}}, true)
+	setReadyCondition(vm, nil, volumeState{missing: []string{"data", "dv"}, fromDataVolumes: []string{"dv"}, noCDI: true}, true)
 	assert.Equal(t, "CDINotInstalled", vm.Status.Conditions[0].Reason)
 	assert.Contains(t, vm.Status.Conditions[0].Message, "not found: data, dv; CDI is not installed")
 

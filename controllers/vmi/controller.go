@@ -32,7 +32,7 @@ type Reconciler struct {
 	Config    Config
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
-	// Discovery tells whether Multus' API is served; the manager's apiserver's when nil.
+	// Discovery tells whether Multus' API is served (required).
 	Discovery discovery.DiscoveryInterface
 
 	writes statuspatch.OwnWrites
@@ -42,13 +42,6 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
-	}
-	if r.Discovery == nil {
-		disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-		if err != nil {
-			return fmt.Errorf("discovery client: %w", err)
-		}
-		r.Discovery = disc
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("virtualmachineinstance").

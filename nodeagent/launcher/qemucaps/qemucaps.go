@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -38,8 +39,17 @@ func ValidName(name string) bool {
 // property (libvirt's QEMU_CAPS_CPU_UNAVAILABLE_FEATURES).
 var unavailableFeaturesFlag = regexp.MustCompile(`(?m)^[ \t]*<flag name=["']cpu-unavailable-features["']/>[ \t]*\r?\n`)
 
-// libvirtVersion is the version of the libvirt that wrote a cache file (major × 1,000,000 + …).
+// libvirtVersion is the version of the libvirt that wrote a cache file (see libvirtMajor).
 var libvirtVersion = regexp.MustCompile(`<selfvers>(\d+)</selfvers>`)
+
+// libvirtMajor is the major version of a <selfvers> value (major × 1,000,000 + minor × 1,000 + micro).
+func libvirtMajor(selfvers []byte) int {
+	v, err := strconv.Atoi(string(selfvers))
+	if err != nil {
+		return -1
+	}
+	return v / 1_000_000
+}
 
 // ForDefaultCPU returns the files without the "cpu-unavailable-features" flag, for a launcher whose
 // guest runs the emulator's default CPU (domainxml.EmulatorDefaultCPU): libvirt 9 then reads the
@@ -49,7 +59,7 @@ var libvirtVersion = regexp.MustCompile(`<selfvers>(\d+)</selfvers>`)
 func ForDefaultCPU(files map[string][]byte) map[string][]byte {
 	out := make(map[string][]byte, len(files))
 	for name, data := range files {
-		if m := libvirtVersion.FindSubmatch(data); m != nil && len(m[1]) == 7 && m[1][0] == '9' {
+		if m := libvirtVersion.FindSubmatch(data); m != nil && libvirtMajor(m[1]) == 9 {
 			data = unavailableFeaturesFlag.ReplaceAll(data, nil)
 		}
 		out[name] = data
