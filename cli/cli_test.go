@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -285,4 +287,32 @@ func TestCommandsSendKubeVirtsRequests(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, `Operation cannot be fulfilled on virtualmachines.kubevirt.io "halted": VM is not running`, err.Error(), "the server's own message")
 	assert.Equal(t, ExitError, ExitCode(err))
+}
+
+// A console refused while its instance moves or restarts is dialled again until --timeout; a
+// refusal that will not change ends the command at once.
+func TestConsoleRedialsWhatGoesAway(t *testing.T) {
+	gr := schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachineinstances"}
+	o := &ConsoleOptions{Name: "mover", Timeout: 1}
+	var errOut bytes.Buffer
+	o.ErrOut = &errOut
+	later := time.Now().Add(time.Minute)
+	reported := ""
+	for _, err := range []error{
+		apierrors.NewServiceUnavailable("node agent on vm-2: serial0.sock: no such file or directory"),
+		apierrors.NewServiceUnavailable("node agent on vm-2: serial0.sock: no such file or directory"),
+		apierrors.NewNotFound(gr, "mover"),
+		apierrors.NewConflict(gr, "mover", assert.AnError),
+	} {
+		assert.NoError(t, o.redialable(err, later, &reported))
+	}
+	assert.Equal(t, 3, strings.Count(errOut.String(), "waiting for the console of vmi/mover to answer"), "each reason told once:\n%s", errOut.String())
+
+	err := o.redialable(apierrors.NewForbidden(gr, "mover", assert.AnError), later, &reported)
+	assert.ErrorContains(t, err, "console of vmi/mover")
+	assert.Equal(t, ExitError, ExitCode(err))
+
+	err = o.redialable(apierrors.NewServiceUnavailable("still moving"), time.Now(), &reported)
+	assert.ErrorContains(t, err, "did not answer within 1 minutes")
+	assert.Equal(t, ExitTimeout, ExitCode(err))
 }

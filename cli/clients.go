@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -14,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	"github.com/podvirt/podvirt/console"
 	"github.com/podvirt/podvirt/internal/scheme"
 )
 
@@ -105,4 +110,22 @@ func (c *clients) put(ctx context.Context, resource, name, sub string, body any)
 		return fmt.Errorf("encode the %s request: %w", sub, err)
 	}
 	return c.rest.Put().AbsPath(c.subresourcePath(resource, name, sub)).Body(raw).Do(ctx).Error()
+}
+
+// handOverWait bounds how long a stream (a VNC or port-forward connection) is dialled again while
+// its far end is moving or restarting: a migration's hand-over takes seconds, an agent's restart
+// tens of seconds.
+const handOverWait = time.Minute
+
+// streamDialer dials name's stream sub (vnc, portforward/PORT) for every local connection, riding
+// out a hand-over for up to handOverWait and saying on errOut what it waits for.
+func (c *clients) streamDialer(resource, name, sub string, errOut io.Writer) func(context.Context) (*websocket.Conn, error) {
+	path := c.subresourcePath(resource, name, sub)
+	return func(ctx context.Context) (*websocket.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, handOverWait)
+		defer cancel()
+		return console.DialAPIRetrying(ctx, c.config, path, func(err error) {
+			fmt.Fprintf(errOut, "waiting for the %s of %s/%s to answer: %v\n", sub, resource, name, err)
+		})
+	}
 }

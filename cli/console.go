@@ -112,6 +112,7 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 	deadline := time.Now().Add(limit)
 	input := readInput(o.In)
 	tty := isTerminal(o.In) && isTerminal(o.Out)
+	waitingFor := "" // the refusal last reported, so each is printed once
 	for {
 		waitCtx, cancel := context.WithDeadline(ctx, deadline)
 		err := o.waitRunning(waitCtx)
@@ -121,8 +122,15 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 		}
 		ws, err := console.DialAPI(ctx, o.c.config, o.c.subresourcePath(resourceVMI, o.Name, "console"))
 		if err != nil {
-			return fmt.Errorf("console of vmi/%s: %w", o.Name, err)
+			if err = o.redialable(err, deadline, &waitingFor); err != nil {
+				return err
+			}
+			if err = pause(ctx, console.RedialInterval); err != nil {
+				return err
+			}
+			continue
 		}
+		waitingFor = ""
 		var s *session
 		if tty {
 			s, err = o.interactive(ctx, ws, input)
@@ -151,11 +159,38 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 		if o.expect == nil {
 			deadline = time.Now().Add(limit) // --expect keeps its deadline across reconnects
 		}
-		select { // a stream that closes at once is not redialled in a tight loop
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
+		if err := pause(ctx, console.RedialInterval); err != nil { // a stream that closes at once is not redialled in a tight loop
+			return err
 		}
+	}
+}
+
+// redialable returns nil when a refused console is worth dialling again before deadline: the
+// stream's far end is moving or restarting (a migration's hand-over, an agent or virt-api restart),
+// or the instance changed between the wait and the dial (the next wait tells whether it still
+// runs). It says once per reason what it waits for; past the deadline, or for a refusal that will
+// not change, it returns the error.
+func (o *ConsoleOptions) redialable(err error, deadline time.Time, reported *string) error {
+	if !console.Retryable(err) && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("console of vmi/%s: %w", o.Name, err)
+	}
+	if !time.Now().Before(deadline) {
+		return timeout(fmt.Errorf("the console of vmi/%s did not answer within %d minutes: %w", o.Name, o.Timeout, err))
+	}
+	if msg := err.Error(); msg != *reported {
+		fmt.Fprintf(o.ErrOut, "\r\nwaiting for the console of vmi/%s to answer: %s\r\n", o.Name, msg)
+		*reported = msg
+	}
+	return nil
+}
+
+// pause waits d, or returns ctx's error if it ends first.
+func pause(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
 

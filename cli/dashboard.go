@@ -13,7 +13,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/go-logr/logr"
-	"github.com/gorilla/websocket"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -25,7 +24,6 @@ import (
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/cli/dashboard"
-	"github.com/podvirt/podvirt/console"
 )
 
 // DashboardOptions is `dashboard`: the terminal UI of the namespace's VMs (or all, -A).
@@ -176,8 +174,7 @@ func (a *dashboardActions) serveVNC(c *clients, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("listen for VNC: %w", err)
 	}
-	path := c.subresourcePath(resourceVMI, name, "vnc")
-	dial := func(ctx context.Context) (*websocket.Conn, error) { return console.DialAPI(ctx, c.config, path) }
+	dial := c.streamDialer(resourceVMI, name, "vnc", io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = serveLocal(ctx, ln, dial, io.Discard) }()

@@ -139,9 +139,7 @@ func (o *PortForwardOptions) Run(ctx context.Context) error {
 	}
 	o.c = c
 	dial := func(remote int) func(context.Context) (*websocket.Conn, error) {
-		return func(ctx context.Context) (*websocket.Conn, error) {
-			return console.DialAPI(ctx, c.config, c.subresourcePath(o.Target.resource, o.Target.name, "portforward/"+strconv.Itoa(remote)))
-		}
+		return c.streamDialer(o.Target.resource, o.Target.name, "portforward/"+strconv.Itoa(remote), o.ErrOut)
 	}
 	if o.Stdio {
 		ws, err := dial(o.Ports[0].remote)(ctx)

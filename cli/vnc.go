@@ -9,12 +9,9 @@ import (
 	"os/exec"
 	"strconv"
 
-	"github.com/gorilla/websocket"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-
-	"github.com/podvirt/podvirt/console"
 )
 
 // viewer is a VNC client and how it takes the address.
@@ -101,9 +98,7 @@ func (o *VNCOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s port %d: %w", o.Address, o.Port, err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	dial := func(ctx context.Context) (*websocket.Conn, error) {
-		return console.DialAPI(ctx, c.config, c.subresourcePath(o.Target.resource, o.Target.name, "vnc"))
-	}
+	dial := c.streamDialer(o.Target.resource, o.Target.name, "vnc", o.ErrOut)
 	if o.ProxyOnly {
 		if o.Output == "json" {
 			_ = json.NewEncoder(o.Out).Encode(map[string]int{"port": port})

@@ -233,8 +233,15 @@ func ParsePort(s string) (int, error) {
 
 // find returns a running instance of this node and its launcher Pod, or the HTTP status saying why not.
 func (s *SubresourceServer) find(ctx context.Context, ns, name string) (*virtv1.VirtualMachineInstance, *corev1.Pod, int, string) {
+	key := client.ObjectKey{Namespace: ns, Name: name}
 	vmi := &virtv1.VirtualMachineInstance{}
-	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi)
+	err := s.Reader.Get(ctx, key, vmi)
+	if (apierrors.IsNotFound(err) || err == nil && vmi.Status.NodeName != s.NodeName) && s.APIReader != nil {
+		// The cache holds this node's instances only: one just handed over by a migration reaches it
+		// a watch event later than virt-api's own read, which sent the caller here.
+		vmi = &virtv1.VirtualMachineInstance{}
+		err = s.APIReader.Get(ctx, key, vmi)
+	}
 	switch {
 	case apierrors.IsNotFound(err) || err == nil && vmi.Status.NodeName != s.NodeName:
 		return nil, nil, http.StatusNotFound, fmt.Sprintf("virtualmachineinstance %s/%s is not on node %s", ns, name, s.NodeName)
