@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/console"
-	"github.com/podvirt/podvirt/nodeagent"
 )
 
 // Agents calls the node agent of an instance's node over mutual TLS: virt-api's client
@@ -45,13 +45,13 @@ func (a *Agents) tlsConfig() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node agent client certificate: %w", err)
 	}
-	ca, err := os.ReadFile(filepath.Join(a.CertDir, nodeagent.CACertKey))
+	ca, err := os.ReadFile(filepath.Join(a.CertDir, agentv1.CACertKey))
 	if err != nil {
 		return nil, fmt.Errorf("node agent CA: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("node agent CA: %s holds no certificate", nodeagent.CACertKey)
+		return nil, fmt.Errorf("node agent CA: %s holds no certificate", agentv1.CACertKey)
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: a.ServerName}, nil
 }

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/podvirt/podvirt/nodeagent"
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 )
 
 // CertFiles mirrors the certificate the rotator keeps in a Secret into files in Dir (tls.crt,
@@ -51,8 +51,8 @@ func (c *CertFiles) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result,
 		data []byte
 	}
 	var files []file
-	if ca := s.Data[nodeagent.CACertKey]; len(ca) > 0 {
-		files = append(files, file{nodeagent.CACertKey, ca})
+	if ca := s.Data[agentv1.CACertKey]; len(ca) > 0 {
+		files = append(files, file{agentv1.CACertKey, ca})
 	}
 	files = append(files, file{corev1.TLSPrivateKeyKey, key}, file{corev1.TLSCertKey, crt})
 	for _, f := range files {

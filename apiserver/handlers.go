@@ -11,7 +11,6 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,10 +23,10 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/apiserver/lifecycle"
-	"github.com/podvirt/podvirt/nodeagent"
 )
 
 // maxBody bounds a subresource call's body.
@@ -53,18 +52,18 @@ func (h *Handlers) Routes(mux *http.ServeMux, prefix string) {
 	mux.HandleFunc("PUT "+vm+"restart", h.restart)
 	vmi := prefix + "/namespaces/{namespace}/virtualmachineinstances/{name}/"
 	mux.HandleFunc("PUT "+vmi+"pause", func(w http.ResponseWriter, r *http.Request) {
-		h.agentCall(w, r, &subv1.PauseOptions{}, nodeagent.PathPause)
+		h.agentCall(w, r, &subv1.PauseOptions{}, agentv1.PathPause)
 	})
 	mux.HandleFunc("PUT "+vmi+"unpause", func(w http.ResponseWriter, r *http.Request) {
-		h.agentCall(w, r, &subv1.UnpauseOptions{}, nodeagent.PathUnpause)
+		h.agentCall(w, r, &subv1.UnpauseOptions{}, agentv1.PathUnpause)
 	})
 	mux.HandleFunc("PUT "+vmi+"softreboot", func(w http.ResponseWriter, r *http.Request) {
-		h.agentCall(w, r, &struct{}{}, nodeagent.PathSoftReboot)
+		h.agentCall(w, r, &struct{}{}, agentv1.PathSoftReboot)
 	})
 	mux.HandleFunc("PUT "+vm+"migrate", h.migrate)
 	for _, parent := range []string{vm, vmi} {
-		mux.HandleFunc("GET "+parent+"console", func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, nodeagent.PathConsole) })
-		mux.HandleFunc("GET "+parent+"vnc", func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, nodeagent.PathVNC) })
+		mux.HandleFunc("GET "+parent+"console", func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, agentv1.PathConsole) })
+		mux.HandleFunc("GET "+parent+"vnc", func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, agentv1.PathVNC) })
 		mux.HandleFunc("GET "+parent+"portforward/{port}", h.portForward)
 		mux.HandleFunc("GET "+parent+"portforward/{port}/{protocol}", h.portForward)
 	}
@@ -148,7 +147,7 @@ func (h *Handlers) agentCall(w http.ResponseWriter, r *http.Request, opts any, a
 		vmi, err = h.runningInstance(ctx, key)
 	}
 	if err == nil && !dryRun(opts) {
-		path := strings.NewReplacer("{namespace}", key.Namespace, "{name}", key.Name).Replace(agentPath)
+		path := agentv1.Path(agentPath, key.Namespace, key.Name)
 		err = h.Agents.Put(ctx, vmi, path)
 	}
 	if err != nil {

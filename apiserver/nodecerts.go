@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/podvirt/podvirt/nodeagent"
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 )
 
 // NodeCerts hands the node agents their share of the node certificate: it copies tls.crt, tls.key
@@ -47,7 +47,7 @@ func (n *NodeCerts) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, fmt.Errorf("node agents' certificate secret %s: %w", n.To, err)
 	}
 	want := map[string][]byte{}
-	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, nodeagent.CACertKey} {
+	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, agentv1.CACertKey} {
 		want[k] = from.Data[k]
 	}
 	if sameData(to.Data, want) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	"github.com/podvirt/podvirt/console"
-	"github.com/podvirt/podvirt/nodeagent"
 )
 
 // errShuttingDown is the close reason streams get when virt-api stops.
@@ -22,7 +22,7 @@ var errShuttingDown = errors.New("virt-api is shutting down; reconnect to reach 
 // portForward checks the port and protocol (KubeVirt's path: portforward/{port}[/{protocol}]) and
 // streams one TCP connection to the guest's port, declared in the instance's interfaces or not.
 func (h *Handlers) portForward(w http.ResponseWriter, r *http.Request) {
-	port, err := nodeagent.ParsePort(r.PathValue("port"))
+	port, err := agentv1.ParsePort(r.PathValue("port"))
 	if err != nil {
 		writeError(w, r, apierrors.NewBadRequest(err.Error()))
 		return
@@ -31,7 +31,7 @@ func (h *Handlers) portForward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apierrors.NewBadRequest("protocol: "+strconv.Quote(proto)+" is not supported; port-forward carries TCP"))
 		return
 	}
-	h.stream(w, r, strings.Replace(nodeagent.PathPortForward, "{port}", strconv.Itoa(port), 1))
+	h.stream(w, r, strings.Replace(agentv1.PathPortForward, "{port}", strconv.Itoa(port), 1))
 }
 
 // stream connects the caller's websocket to agentPath (console, VNC, a port) on the node agent of the
@@ -54,7 +54,7 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath stri
 	vmi, err := h.runningInstance(ctx, key)
 	var agent *websocket.Conn
 	if err == nil {
-		agent, err = h.Agents.Dial(ctx, vmi, strings.NewReplacer("{namespace}", key.Namespace, "{name}", key.Name).Replace(agentPath))
+		agent, err = h.Agents.Dial(ctx, vmi, agentv1.Path(agentPath, key.Namespace, key.Name))
 	}
 	if errors.Is(context.Cause(ctx), errShuttingDown) { // not a 500 "context canceled"
 		if agent != nil {

@@ -20,6 +20,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/controllers/migration"
 	"github.com/podvirt/podvirt/controllers/nodehealth"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/controllers/replicaset"
 	"github.com/podvirt/podvirt/controllers/vm"
 	"github.com/podvirt/podvirt/controllers/vmi"
@@ -28,7 +29,7 @@ import (
 // Options configures the controllers.
 type Options struct {
 	// Launcher configures the launcher Pods.
-	Launcher vmi.Config
+	Launcher podtemplate.Config
 	// Namespace is where Podvirt runs: the node agents' heartbeat leases live there.
 	Namespace string
 	// HeartbeatThreshold is how old a node agent's heartbeat may get before its instances fail.

@@ -13,6 +13,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/controllers/vmi"
 	"github.com/podvirt/podvirt/internal/testenv"
 )
@@ -76,8 +77,8 @@ func TestMigrationMovesTheInstance(t *testing.T) {
 		return ms != nil && ms.MigrationUID == string(mig.UID)
 	})
 	assert.Equal(t, "node-a", ms.SourceNode)
-	assert.Equal(t, vmi.PodName(src), ms.SourcePod)
-	assert.Equal(t, vmi.TargetPodName(src, string(mig.UID)), ms.TargetPod)
+	assert.Equal(t, podtemplate.PodName(src), ms.SourcePod)
+	assert.Equal(t, podtemplate.TargetPodName(src, string(mig.UID)), ms.TargetPod)
 
 	var target *corev1.Pod
 	eventually(t, "target pod created, Scheduling", func() bool {

@@ -15,6 +15,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/controllers/vmi"
 	"github.com/podvirt/podvirt/internal/optionalapi"
 	"github.com/podvirt/podvirt/internal/testenv"
@@ -89,7 +90,7 @@ func TestMultusNetworkSaysWhyItWaits(t *testing.T) {
 		return pod != nil
 	})
 	want := `[{"name":"vlan-200","namespace":"` + ns + `","interface":"` + launcherv1.SecondaryNetworkDevices("storage").PodInterface + `"}]`
-	assert.Equal(t, want, pod.Annotations[vmi.MultusNetworksAnnotation])
+	assert.Equal(t, want, pod.Annotations[podtemplate.MultusNetworksAnnotation])
 	assert.Equal(t, "1", pod.Spec.Containers[0].Resources.Limits.Name(launcherv1.TunResource, resource.DecimalSI).String())
 
 	require.NoError(t, e.Client.Delete(ctx, crd))

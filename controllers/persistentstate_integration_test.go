@@ -14,7 +14,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/internal/testenv"
 )
 
@@ -72,5 +72,5 @@ func TestPersistentStateClaim(t *testing.T) {
 		return c.Reason == "FailedCreate" && strings.Contains(c.Message, "belongs to ConfigMap owner")
 	})
 	assert.Nil(t, launcherPod(t, instance(t, ns, "taken")))
-	assert.Equal(t, "persistent-state-for-taken", vmi.PersistentStateClaim(instance(t, ns, "taken")))
+	assert.Equal(t, "persistent-state-for-taken", podtemplate.PersistentStateClaim(instance(t, ns, "taken")))
 }

@@ -13,10 +13,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers"
 	"github.com/podvirt/podvirt/internal/testenv"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 func newReplicaSet(ns, name string, replicas int32) *virtv1.VirtualMachineInstanceReplicaSet {
@@ -112,7 +112,7 @@ func TestStaleHeartbeatFailsInstancesOnTheNode(t *testing.T) {
 	healthy, lost := running("vm-ok", "node-ok"), running("vm-lost", "node-lost")
 	heartbeatAt := func(node string, renewed time.Time) *coordinationv1.Lease {
 		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: heartbeat.LeaseName(node)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: heartbeatv1.LeaseName(node)},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("virt-handler-x"), RenewTime: ptr.To(metav1.NewMicroTime(renewed)), LeaseDurationSeconds: ptr.To(int32(40))},
 		}
 		require.NoError(t, e.Client.Create(ctx, lease))

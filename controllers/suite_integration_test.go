@@ -22,7 +22,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers"
-	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/internal/testenv"
 )
 
@@ -40,7 +40,7 @@ const wait = 30 * time.Second
 func startControllers(t *testing.T, ns string, opts ...func(*controllers.Options)) func() {
 	t.Helper()
 	o := controllers.Options{
-		Launcher:           vmi.Config{LauncherImage: "example/virt-launcher:test", LauncherPullPolicy: corev1.PullIfNotPresent, UseEmulation: true, Overhead: vmi.DefaultOverhead(), LauncherUID: launcherv1.LauncherUID},
+		Launcher:           podtemplate.Config{LauncherImage: "example/virt-launcher:test", LauncherPullPolicy: corev1.PullIfNotPresent, UseEmulation: true, Overhead: podtemplate.DefaultOverhead(), LauncherUID: launcherv1.LauncherUID},
 		Namespace:          ns,
 		HeartbeatThreshold: 3 * time.Second,
 	}

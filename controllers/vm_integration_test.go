@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/internal/testenv"
 )
 
@@ -62,7 +62,7 @@ func setInstancePhase(t *testing.T, ns, name string, phase virtv1.VirtualMachine
 
 func launcherPod(t testing.TB, v *virtv1.VirtualMachineInstance) *corev1.Pod {
 	t.Helper()
-	p, ok := get(t, &corev1.Pod{}, v.Namespace, vmi.PodName(v))
+	p, ok := get(t, &corev1.Pod{}, v.Namespace, podtemplate.PodName(v))
 	if !ok {
 		return nil
 	}

@@ -19,7 +19,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers"
-	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/internal/testenv"
 	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
@@ -57,7 +57,7 @@ func BenchmarkControllerWritesPerVMStart(b *testing.B) {
 		ctx := context.Background()
 		ctrlWrites, agentWrites := newWriteCounter(), newWriteCounter()
 		o := controllers.Options{
-			Launcher:           vmi.Config{LauncherImage: "example/virt-launcher:bench", UseEmulation: true, Overhead: vmi.DefaultOverhead(), LauncherUID: launcherv1.LauncherUID},
+			Launcher:           podtemplate.Config{LauncherImage: "example/virt-launcher:bench", UseEmulation: true, Overhead: podtemplate.DefaultOverhead(), LauncherUID: launcherv1.LauncherUID},
 			Namespace:          ns,
 			HeartbeatThreshold: time.Minute,
 		}
@@ -136,7 +136,7 @@ func bindLauncherPods(b *testing.B, ns string) {
 	require.NoError(b, env.Client.List(context.Background(), &vmis, client.InNamespace(ns)))
 	for i := range vmis.Items {
 		v := &vmis.Items[i]
-		if pod, ok := get(b, &corev1.Pod{}, ns, vmi.PodName(v)); ok && pod.Spec.NodeName == "" {
+		if pod, ok := get(b, &corev1.Pod{}, ns, podtemplate.PodName(v)); ok && pod.Spec.NodeName == "" {
 			runPod(b, v, benchNode)
 		}
 	}

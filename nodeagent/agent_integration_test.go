@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/testenv"
 	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 func condition(vmi *virtv1.VirtualMachineInstance, typ string) *metav1.Condition {
@@ -304,7 +304,7 @@ func TestHeartbeatLeaseCreatedAndRenewed(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), nodeObj) })
 	a := n.start(t)
 
-	key := client.ObjectKey{Namespace: ns, Name: heartbeat.LeaseName(n.name)}
+	key := client.ObjectKey{Namespace: ns, Name: heartbeatv1.LeaseName(n.name)}
 	lease := &coordinationv1.Lease{}
 	eventually(t, "the lease exists", func() bool { return env.Client.Get(context.Background(), key, lease) == nil })
 	assert.Equal(t, "virt-handler-test", ptr.Deref(lease.Spec.HolderIdentity, ""))
@@ -317,5 +317,5 @@ func TestHeartbeatLeaseCreatedAndRenewed(t *testing.T) {
 		return env.Client.Get(context.Background(), key, l) == nil && l.Spec.RenewTime.After(first)
 	})
 	assert.NoError(t, a.Heartbeat.Check(nil), "readiness: the heartbeat is fresh")
-	assert.False(t, heartbeat.Stale(lease, time.Now(), heartbeat.LeaseDuration))
+	assert.False(t, heartbeatv1.Stale(lease, time.Now(), heartbeatv1.LeaseDuration))
 }

@@ -5,7 +5,7 @@
 // SoftwareEmulation and Synchronized conditions, the interfaces and the phase transition times. It
 // asks the launcher for an ACPI shutdown (with the instance's grace period) when the instance is
 // deleted, serves the pause and unpause subresources for the aggregated API server, and renews a
-// heartbeat Lease (see nodeagent/heartbeat) so the controllers notice when a node goes silent.
+// heartbeat Lease (see api/heartbeat/v1) so the controllers notice when a node goes silent.
 //
 // The agent is level-based: every pass derives the status from what the launcher and the Pod show
 // now, so an agent that restarts re-adopts running guests by reconnecting, without disturbing them.

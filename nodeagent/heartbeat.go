@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 )
 
-// Heartbeat renews the node's heartbeat Lease (heartbeat.LeaseName(NodeName) in Namespace) every
+// Heartbeat renews the node's heartbeat Lease (heartbeatv1.LeaseName(NodeName) in Namespace) every
 // Interval while the agent runs. It is a controller-runtime Runnable; Check is a readiness check that
 // fails while the heartbeat is not being renewed.
 type Heartbeat struct {
@@ -31,7 +31,7 @@ type Heartbeat struct {
 	NodeName  string
 	// Holder is the agent's Pod name.
 	Holder string
-	// Interval between renewals (heartbeat.RenewInterval).
+	// Interval between renewals (heartbeatv1.RenewInterval).
 	Interval time.Duration
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
@@ -46,7 +46,7 @@ func (h *Heartbeat) NeedLeaderElection() bool { return false }
 // Start renews the lease at once and then every Interval until ctx ends. A failed renewal is logged
 // and retried at the next tick: the controllers judge staleness, not the agent.
 func (h *Heartbeat) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("heartbeat").WithValues("lease", heartbeat.LeaseName(h.NodeName), "namespace", h.Namespace)
+	logger := log.FromContext(ctx).WithName("heartbeat").WithValues("lease", heartbeatv1.LeaseName(h.NodeName), "namespace", h.Namespace)
 	tick := time.NewTicker(h.Interval)
 	defer tick.Stop()
 	for {
@@ -69,26 +69,26 @@ func (h *Heartbeat) Check(_ *http.Request) error {
 	switch {
 	case last.IsZero():
 		return errors.New("heartbeat lease not renewed yet")
-	case h.Clock.Now().Sub(last) > heartbeat.LeaseDuration:
+	case h.Clock.Now().Sub(last) > heartbeatv1.LeaseDuration:
 		return fmt.Errorf("heartbeat lease last renewed %s ago", h.Clock.Now().Sub(last).Round(time.Second))
 	}
 	return nil
 }
 
-// Fresh reports whether the lease was renewed within heartbeat.VouchLimit: only then does the agent
+// Fresh reports whether the lease was renewed within heartbeatv1.VouchLimit: only then does the agent
 // talk to its launchers (see there).
 func (h *Heartbeat) Fresh() bool {
 	h.mu.Lock()
 	last := h.renewed
 	h.mu.Unlock()
-	return !last.IsZero() && h.Clock.Now().Sub(last) <= heartbeat.VouchLimit
+	return !last.IsZero() && h.Clock.Now().Sub(last) <= heartbeatv1.VouchLimit
 }
 
 // renew creates the lease or moves its renewTime (with the lease's resourceVersion: a concurrent
 // writer makes this renewal fail and the next one succeed).
 func (h *Heartbeat) renew(ctx context.Context) error {
 	now := metav1.NewMicroTime(h.Clock.Now())
-	key := client.ObjectKey{Namespace: h.Namespace, Name: heartbeat.LeaseName(h.NodeName)}
+	key := client.ObjectKey{Namespace: h.Namespace, Name: heartbeatv1.LeaseName(h.NodeName)}
 	lease := &coordinationv1.Lease{}
 	err := h.Client.Get(ctx, key, lease)
 	switch {
@@ -97,7 +97,7 @@ func (h *Heartbeat) renew(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: h.nodeOwner(ctx)},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(h.Holder),
-				LeaseDurationSeconds: ptr.To(int32(heartbeat.LeaseDuration / time.Second)),
+				LeaseDurationSeconds: ptr.To(int32(heartbeatv1.LeaseDuration / time.Second)),
 				AcquireTime:          &now,
 				RenewTime:            &now,
 			},
@@ -113,7 +113,7 @@ func (h *Heartbeat) renew(ctx context.Context) error {
 			lease.Spec.AcquireTime = &now
 			lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
 		}
-		lease.Spec.LeaseDurationSeconds = ptr.To(int32(heartbeat.LeaseDuration / time.Second))
+		lease.Spec.LeaseDurationSeconds = ptr.To(int32(heartbeatv1.LeaseDuration / time.Second))
 		lease.Spec.RenewTime = &now
 		if err := h.Client.Update(ctx, lease); err != nil {
 			return fmt.Errorf("renew heartbeat lease: %w", err)

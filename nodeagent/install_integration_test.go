@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/testenv"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 // readManifests decodes a multi-document YAML file of install/node-agent.
@@ -66,7 +66,7 @@ func ensureNamespace(t *testing.T, name string) {
 func TestShippedRBACIsEnough(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx := context.Background()
-	ensureNamespace(t, heartbeat.Namespace)
+	ensureNamespace(t, heartbeatv1.Namespace)
 	for _, obj := range readManifests(t, "rbac.yaml") {
 		err := e.Client.Create(ctx, obj)
 		if !apierrors.IsAlreadyExists(err) {
@@ -84,7 +84,7 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err), "deleting pods must be forbidden, got %v", err)
 
 	ns := e.Namespace(t)
-	n := newNode(t, heartbeat.Namespace)
+	n := newNode(t, heartbeatv1.Namespace)
 	nodeObj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}}
 	require.NoError(t, e.Client.Create(ctx, nodeObj))
 	t.Cleanup(func() { _ = e.Client.Delete(ctx, nodeObj) })
@@ -98,7 +98,7 @@ func TestShippedRBACIsEnough(t *testing.T) {
 		return meta.IsStatusConditionTrue(g.get(t).Status.Conditions, virtv1.VirtualMachineInstancePaused)
 	})
 	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: heartbeat.Namespace, Name: heartbeat.LeaseName(n.name)}
+	key := client.ObjectKey{Namespace: heartbeatv1.Namespace, Name: heartbeatv1.LeaseName(n.name)}
 	eventually(t, "the lease is renewed", func() bool {
 		return e.Client.Get(ctx, key, lease) == nil && lease.Spec.RenewTime.After(lease.Spec.AcquireTime.Time)
 	})
@@ -109,7 +109,7 @@ func TestShippedRBACIsEnough(t *testing.T) {
 // TestShippedDaemonSetIsValid creates the DaemonSet (server-side dry run) so the apiserver validates it.
 func TestShippedDaemonSetIsValid(t *testing.T) {
 	e := testenv.Require(t, env)
-	ensureNamespace(t, heartbeat.Namespace)
+	ensureNamespace(t, heartbeatv1.Namespace)
 	objs := readManifests(t, "daemonset.yaml")
 	require.Len(t, objs, 1)
 	ds := objs[0]

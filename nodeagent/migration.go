@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/splice"
@@ -37,32 +38,11 @@ import (
 //     the guest, then records in status.migrationState where it is reachable (targetNodeAddress);
 //   - the source node's agent (Reconciler.sendGuest) then serves the migration sockets in the
 //     source Pod (migrationproxy), each connection carried to the target's agent over mutual TLS
-//     (PathMigrationStream), which joins it to the same socket in the target Pod; it asks the
+//     (agentv1.PathMigrationStream), which joins it to the same socket in the target Pod; it asks the
 //     source launcher to migrate and records startTimestamp;
 //   - once the guest runs on the target, the source's agent hands the instance over: completed,
 //     status.nodeName and launcherPod switched to the target, whose agent follows it from then on.
 //     A failure is recorded as failed, with the reason; the guest runs on at the source.
-
-// Event reasons of a migration, on the instance.
-const (
-	EventMigrationStarted = "MigrationStarted"
-	EventMigrated         = "Migrated"
-	EventMigrationFailed  = "MigrationFailed"
-)
-
-// PathMigrationStream carries one connection to a migration socket ({socket}, one of
-// migrationproxy.Names) of the target launcher Pod {pod} on this node: GET with "Upgrade: tcp",
-// answered 101, then raw bytes. Only the holders of the node agents' certificate get here.
-const PathMigrationStream = "/v1/namespaces/{namespace}/migrationtargets/{pod}/{socket}"
-
-// migrationStreamPath is PathMigrationStream filled in.
-func migrationStreamPath(namespace, pod, socket string) string {
-	return "/v1/namespaces/" + namespace + "/migrationtargets/" + pod + "/" + socket
-}
-
-// ServerName is the name in the node agents' certificate (they are reached by node IP): virt-api
-// and the agents themselves verify it.
-func ServerName(namespace string) string { return "virt-handler." + namespace + ".svc" }
 
 // sending reports whether the instance is migrating away from node and not finished yet.
 func sending(vmi *virtv1.VirtualMachineInstance, node string) bool {
@@ -150,7 +130,7 @@ func (r *Reconciler) startSending(ctx context.Context, s *scope) error {
 		start = metav1.NewTime(st.Migration.StartTime)
 	}
 	ms.StartTimestamp = &start
-	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, EventMigrationStarted, "Migrate",
+	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, agentv1.EventMigrationStarted, "Migrate",
 		"Migrating the guest from %s to %s (pod %s)", ms.SourceNode, ms.TargetNode, ms.TargetPod)
 	return nil
 }
@@ -171,7 +151,7 @@ func (r *Reconciler) handOver(s *scope, m *launcherv1.MigrationStatus) {
 	if m != nil && m.EndTime != nil {
 		figures = fmt.Sprintf(" in %s (%.1f MB sent, %d ms downtime)", m.EndTime.Sub(m.StartTime).Round(time.Millisecond), float64(m.Bytes)/1e6, m.DowntimeMillis)
 	}
-	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, EventMigrated, "Migrate",
+	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeNormal, agentv1.EventMigrated, "Migrate",
 		"The guest moved from %s to %s%s", ms.SourceNode, ms.TargetNode, figures)
 }
 
@@ -181,7 +161,7 @@ func (r *Reconciler) migrationFailed(s *scope, why string) {
 	now := metav1.NewTime(r.Clock.Now())
 	ms.Failed, ms.FailureReason, ms.EndTimestamp = true, why, &now
 	r.Migrations.stop(ms.MigrationUID)
-	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeWarning, EventMigrationFailed, "Migrate", "%s; the guest runs on %s", why, ms.SourceNode)
+	r.Recorder.Eventf(s.vmi, s.pod, corev1.EventTypeWarning, agentv1.EventMigrationFailed, "Migrate", "%s; the guest runs on %s", why, ms.SourceNode)
 }
 
 // Migrations serves the migration sockets of the source Pods on this node, one proxy per running
@@ -257,7 +237,7 @@ func (g *Migrations) dialer(addr, namespace, pod string) migrationproxy.Dialer {
 		if err != nil {
 			return nil, fmt.Errorf("connect to the target's node agent at %s: %w", addr, err)
 		}
-		up, err := launcherclient.Upgrade(ctx, conn, addr, migrationStreamPath(namespace, pod, name))
+		up, err := launcherclient.Upgrade(ctx, conn, addr, agentv1.MigrationStreamPath(namespace, pod, name))
 		if err != nil {
 			_ = conn.Close()
 			return nil, err
@@ -266,7 +246,7 @@ func (g *Migrations) dialer(addr, namespace, pod string) migrationproxy.Dialer {
 	}
 }
 
-// migrationStream serves PathMigrationStream.
+// migrationStream serves agentv1.PathMigrationStream.
 func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Request) {
 	ns, podName, socket := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("socket")
 	if !slices.Contains(migrationproxy.Names, socket) {

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/accel"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 // Config is one node agent's configuration. cmd/virt-handler fills it from flags; the integration
@@ -39,7 +39,7 @@ type Config struct {
 	Dial LauncherDialer
 	// PollInterval is how often a launcher is asked for its guest's state (--launcher-poll-interval).
 	PollInterval time.Duration
-	// HeartbeatInterval is how often the lease is renewed (heartbeat.RenewInterval).
+	// HeartbeatInterval is how often the lease is renewed (heartbeatv1.RenewInterval).
 	HeartbeatInterval time.Duration
 	// SubresourceAddr is where the pause/unpause server listens (--listen); empty: no server.
 	SubresourceAddr string
@@ -72,8 +72,8 @@ func (c Config) Validate() error {
 		return errors.New("launcher dialer: required (--kubelet-root)")
 	case c.PollInterval <= 0:
 		return fmt.Errorf("--launcher-poll-interval: must be positive, got %s", c.PollInterval)
-	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval > heartbeat.VouchLimit/2:
-		return fmt.Errorf("heartbeat interval: must be positive and at most %s (half of heartbeat.VouchLimit), got %s", heartbeat.VouchLimit/2, c.HeartbeatInterval)
+	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval > heartbeatv1.VouchLimit/2:
+		return fmt.Errorf("heartbeat interval: must be positive and at most %s (half of heartbeatv1.VouchLimit), got %s", heartbeatv1.VouchLimit/2, c.HeartbeatInterval)
 	case c.PollInterval >= launcherv1.AgentSilenceLimit/4:
 		return fmt.Errorf("--launcher-poll-interval: %s is too close to the launchers' self-fencing limit (%s)", c.PollInterval, launcherv1.AgentSilenceLimit)
 	}

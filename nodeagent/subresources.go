@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,28 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/console"
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
-)
-
-// Subresource paths the aggregated API server (virt-api) forwards to the agent of an instance's node,
-// as KubeVirt's virt-api does to virt-handler, and the port the agent serves them on (node IP).
-const (
-	DefaultSubresourcePort = 8186
-
-	PathPause   = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/pause"
-	PathUnpause = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/unpause"
-	// PathConsole is a websocket (console.Subprotocol) onto the guest's serial console, shared by
-	// every viewer.
-	PathConsole = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/console"
-	// PathSoftReboot asks for an ACPI reboot of the guest.
-	PathSoftReboot = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/softreboot"
-	// PathVNC is a websocket onto the guest's VNC display (one connection per viewer).
-	PathVNC = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/vnc"
-	// PathPortForward is a websocket carrying one TCP connection to the guest's port {port}.
-	PathPortForward = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/portforward/{port}"
 )
 
 // SubresourceServer serves the subresources of this node's instances over HTTP(S): pause, unpause
@@ -79,19 +61,19 @@ func (s *SubresourceServer) NeedLeaderElection() bool { return false }
 // Handler routes the subresource calls.
 func (s *SubresourceServer) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("PUT "+PathPause, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("PUT "+agentv1.PathPause, func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, launcherv1.DomainPaused, Launcher.Pause)
 	})
-	mux.HandleFunc("PUT "+PathUnpause, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("PUT "+agentv1.PathUnpause, func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, launcherv1.DomainRunning, Launcher.Unpause)
 	})
-	mux.HandleFunc("PUT "+PathSoftReboot, s.softReboot)
-	mux.HandleFunc("GET "+PathConsole, s.console)
-	mux.HandleFunc("GET "+PathVNC, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("PUT "+agentv1.PathSoftReboot, s.softReboot)
+	mux.HandleFunc("GET "+agentv1.PathConsole, s.console)
+	mux.HandleFunc("GET "+agentv1.PathVNC, func(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, "VNC display", func(ctx context.Context, pod *corev1.Pod) (io.ReadWriteCloser, error) { return s.Dial(pod).VNC(ctx) })
 	})
-	mux.HandleFunc("GET "+PathPortForward, func(w http.ResponseWriter, r *http.Request) {
-		port, err := ParsePort(r.PathValue("port"))
+	mux.HandleFunc("GET "+agentv1.PathPortForward, func(w http.ResponseWriter, r *http.Request) {
+		port, err := agentv1.ParsePort(r.PathValue("port"))
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
@@ -100,7 +82,7 @@ func (s *SubresourceServer) Handler() http.Handler {
 			return s.Dial(pod).PortForward(ctx, port)
 		})
 	})
-	mux.HandleFunc("GET "+PathMigrationStream, s.migrationStream)
+	mux.HandleFunc("GET "+agentv1.PathMigrationStream, s.migrationStream)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
 }
@@ -220,15 +202,6 @@ func (s *SubresourceServer) stream(w http.ResponseWriter, r *http.Request, what 
 		return
 	}
 	_ = console.Serve(ctx, ws, conn)
-}
-
-// ParsePort reads a port-forward path's port: a TCP port number 1-65535.
-func ParsePort(s string) (int, error) {
-	port, err := strconv.Atoi(s)
-	if err != nil || port < 1 || port > 65535 {
-		return 0, fmt.Errorf("port: %q is not a TCP port number (1-65535)", s)
-	}
-	return port, nil
 }
 
 // find returns a running instance of this node and its launcher Pod, or the HTTP status saying why not.

@@ -13,14 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 )
-
-// CACertKey is the CA certificate's key in the certificate Secrets virt-api maintains.
-const CACertKey = "ca.crt"
-
-// CertSecret is the Secret (in Podvirt's namespace) that virt-api fills with the agents' certificate,
-// its key and CACertKey; the agents may read only it.
-const CertSecret = "virt-handler-certs"
 
 // SecretTLS serves the subresource server's mutual TLS from a Secret that virt-api keeps (tls.crt,
 // tls.key and the ca.crt that signed it and virt-api's client certificate): only a client holding a
@@ -69,8 +64,8 @@ func (s *SecretTLS) load(ctx context.Context) error {
 		return fmt.Errorf("secret %s: %s/%s: %w", s.Secret, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(sec.Data[CACertKey]) {
-		return fmt.Errorf("secret %s: %s holds no certificate", s.Secret, CACertKey)
+	if !pool.AppendCertsFromPEM(sec.Data[agentv1.CACertKey]) {
+		return fmt.Errorf("secret %s: %s holds no certificate", s.Secret, agentv1.CACertKey)
 	}
 	s.mu.Lock()
 	s.current = &tls.Config{
@@ -90,13 +85,13 @@ func (s *SecretTLS) config() *tls.Config {
 }
 
 // PeerConfig is the client side towards another node's agent (a live migration's streams): the
-// agents' own certificate (good for clients too) and the CA, the server named ServerName(namespace).
+// agents' own certificate (good for clients too) and the CA, the server named agentv1.ServerName(namespace).
 func (s *SecretTLS) PeerConfig() (*tls.Config, error) {
 	c := s.config()
 	if c == nil {
 		return nil, errors.New("no node agent certificate loaded yet")
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: c.Certificates, RootCAs: c.ClientCAs, ServerName: ServerName(s.Secret.Namespace)}, nil
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: c.Certificates, RootCAs: c.ClientCAs, ServerName: agentv1.ServerName(s.Secret.Namespace)}, nil
 }
 
 // TLSConfig is the server side: each handshake uses the certificate and CA loaded last.

@@ -24,12 +24,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	"github.com/podvirt/podvirt/apiserver"
 	"github.com/podvirt/podvirt/apiserver/admission"
 	"github.com/podvirt/podvirt/internal/scheme"
-	"github.com/podvirt/podvirt/nodeagent"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 func main() {
@@ -48,7 +48,7 @@ func run() error {
 	)
 	def := os.Getenv("POD_NAMESPACE")
 	if def == "" {
-		def = heartbeat.Namespace
+		def = heartbeatv1.Namespace
 	}
 	flag.IntVar(&o.BindPort, "port", 8443, "HTTPS port")
 	flag.StringVar(&ns, "namespace", def, "namespace of virt-api (its Secret and Service)")
@@ -165,7 +165,7 @@ func setupServingCerts(mgr ctrl.Manager, secret types.NamespacedName, service, d
 // the CA's key) into virt-handler-certs, the only Secret the agents may read.
 func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string) (*apiserver.Agents, error) {
 	from := types.NamespacedName{Namespace: ns, Name: "virt-handler-ca"}
-	serverName := nodeagent.ServerName(ns)
+	serverName := agentv1.ServerName(ns)
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey: from, CertDir: dir, CAName: "podvirt-node-ca", CAOrganization: "podvirt", DNSName: serverName,
 		ExtKeyUsages:   &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
@@ -177,9 +177,9 @@ func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string) (*apiserv
 	if err := (&apiserver.CertFiles{Client: mgr.GetClient(), Secret: from, Dir: dir}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("node certificate files: %w", err)
 	}
-	to := types.NamespacedName{Namespace: ns, Name: nodeagent.CertSecret}
+	to := types.NamespacedName{Namespace: ns, Name: agentv1.CertSecret}
 	if err := (&apiserver.NodeCerts{Client: mgr.GetClient(), From: from, To: to}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("node agents' certificates: %w", err)
 	}
-	return &apiserver.Agents{Client: c, CertDir: dir, ServerName: serverName, Port: nodeagent.DefaultSubresourcePort}, nil
+	return &apiserver.Agents{Client: c, CertDir: dir, ServerName: serverName, Port: agentv1.DefaultPort}, nil
 }

@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/controllers"
-	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/internal/scheme"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 func main() {
@@ -42,9 +42,9 @@ func run() error {
 	)
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
-		ns = heartbeat.Namespace
+		ns = heartbeatv1.Namespace
 	}
-	def := vmi.DefaultOverhead()
+	def := podtemplate.DefaultOverhead()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so only one replica acts at a time")
@@ -57,7 +57,7 @@ func run() error {
 	flag.StringVar(&fixed, "overhead-fixed", def.Fixed.String(), "launcher Pod memory beyond the guest's: fixed part")
 	flag.StringVar(&perVCPU, "overhead-per-vcpu", def.PerVCPU.String(), "launcher Pod memory beyond the guest's: per virtual CPU")
 	flag.StringVar(&emulated, "overhead-emulation", def.Emulation.String(), "launcher Pod memory beyond the guest's: extra under software emulation")
-	flag.DurationVar(&o.HeartbeatThreshold, "node-heartbeat-threshold", 2*heartbeat.LeaseDuration, "age after which a node agent's heartbeat counts as lost")
+	flag.DurationVar(&o.HeartbeatThreshold, "node-heartbeat-threshold", 2*heartbeatv1.LeaseDuration, "age after which a node agent's heartbeat counts as lost")
 	flag.IntVar(&o.ReplicaSetBurst, "replicaset-burst", 250, "most instances a replica set creates or deletes in one pass")
 	flag.IntVar(&workers, "concurrent-reconciles", controllers.DefaultConcurrentReconciles, "objects each controller reconciles at once (different objects; one object is never reconciled twice at once)")
 	zapOpts := zap.Options{}
@@ -65,8 +65,8 @@ func run() error {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if o.HeartbeatThreshold < heartbeat.MinThreshold {
-		return fmt.Errorf("--node-heartbeat-threshold: %s is shorter than %s (the agent's vouching limit plus the launchers' self-fencing limit and a margin): a VM on a lost node could run twice", o.HeartbeatThreshold, heartbeat.MinThreshold)
+	if o.HeartbeatThreshold < heartbeatv1.MinThreshold {
+		return fmt.Errorf("--node-heartbeat-threshold: %s is shorter than %s (the agent's vouching limit plus the launchers' self-fencing limit and a margin): a VM on a lost node could run twice", o.HeartbeatThreshold, heartbeatv1.MinThreshold)
 	}
 	o.Launcher.LauncherPullPolicy = corev1.PullPolicy(pullPolicy)
 	o.Launcher.DiskImagePullPolicy = corev1.PullPolicy(diskPullPolicy)

@@ -19,12 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/internal/scheme"
 	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 	"github.com/podvirt/podvirt/nodeagent/deviceplugin"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 func main() {
@@ -51,20 +52,20 @@ type options struct {
 
 func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	o := &options{}
-	ns := os.Getenv(heartbeat.NamespaceEnv)
+	ns := os.Getenv(heartbeatv1.NamespaceEnv)
 	if ns == "" {
-		ns = heartbeat.Namespace
+		ns = heartbeatv1.Namespace
 	}
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "node this agent serves (default $NODE_NAME)")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "the agent's Pod name, the heartbeat lease's holder (default $POD_NAME)")
-	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the heartbeat lease (from $"+heartbeat.NamespaceEnv+" when set)")
+	fs.StringVar(&o.namespace, "namespace", ns, "namespace of the heartbeat lease (from $"+heartbeatv1.NamespaceEnv+" when set)")
 	fs.StringVar(&o.kubeletRoot, "kubelet-root", "/var/lib/kubelet", "the kubelet's root directory, where launcher Pods' emptyDir volumes are")
 	fs.StringVar(&o.devicePluginDir, "device-plugin-dir", "", "the kubelet's device plugin directory (default <kubelet-root>/device-plugins)")
 	fs.BoolVar(&o.devicePlugins, "device-plugins", true, "advertise /dev/kvm, /dev/net/tun and /dev/vhost-net to the kubelet")
 	fs.IntVar(&o.deviceCount, "device-count", 110, "how many launcher Pods may share each device")
 	fs.BoolVar(&o.useEmulation, "use-emulation", false, "run guests under software emulation even where KVM is usable (KubeVirt's developerConfiguration.useEmulation)")
-	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", nodeagent.DefaultSubresourcePort), "address of the pause/unpause subresource server (mutual TLS: only virt-api is served)")
-	fs.StringVar(&o.tlsSecret, "tls-secret", nodeagent.CertSecret, "Secret (in --namespace) with the subresource server's tls.crt, tls.key and the ca.crt of virt-api's client certificate")
+	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", agentv1.DefaultPort), "address of the pause/unpause subresource server (mutual TLS: only virt-api is served)")
+	fs.StringVar(&o.tlsSecret, "tls-secret", agentv1.CertSecret, "Secret (in --namespace) with the subresource server's tls.crt, tls.key and the ca.crt of virt-api's client certificate")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8187", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
@@ -105,7 +106,7 @@ func run(args []string) error {
 	cfg := nodeagent.Config{
 		NodeName: o.nodeName, PodName: o.podName, Namespace: o.namespace, Accel: decision,
 		Dial: nodeagent.KubeletDialer(o.kubeletRoot), PollInterval: o.pollInterval, HostDiskDir: o.hostDiskDir,
-		HeartbeatInterval: heartbeat.RenewInterval, SubresourceAddr: o.listen,
+		HeartbeatInterval: heartbeatv1.RenewInterval, SubresourceAddr: o.listen,
 	}
 	cfg.QemuCapabilitiesDir = o.qemuCapsDir
 	if err := cfg.Validate(); err != nil {

@@ -26,7 +26,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
@@ -56,7 +56,7 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	// Config renders the target launcher Pod exactly as the instance's own.
-	Config vmi.Config
+	Config podtemplate.Config
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 }
@@ -201,7 +201,7 @@ func (r *Reconciler) begin(ctx context.Context, m *virtv1.VirtualMachineInstance
 		MigrationUID: string(m.UID),
 		SourceNode:   inst.Status.NodeName,
 		SourcePod:    inst.Status.LauncherPod,
-		TargetPod:    vmi.TargetPodName(inst, string(m.UID)),
+		TargetPod:    podtemplate.TargetPodName(inst, string(m.UID)),
 		Mode:         virtv1.MigrationPreCopy,
 	}
 	_, err := statuspatch.Write(ctx, r.Client, orig, inst, "instance")
@@ -227,7 +227,7 @@ func (r *Reconciler) targetPod(ctx context.Context, m *virtv1.VirtualMachineInst
 	if m.Status.Phase != virtv1.MigrationPending {
 		return nil, r.failInstanceMigration(ctx, m, inst, fmt.Sprintf("the target Pod %s was deleted", ms.TargetPod))
 	}
-	pod, err = vmi.RenderPod(inst, r.Config)
+	pod, err = podtemplate.RenderPod(inst, r.Config)
 	if err != nil {
 		return nil, r.failInstanceMigration(ctx, m, inst, fmt.Sprintf("cannot render the target Pod: %v", err))
 	}

@@ -1,5 +1,5 @@
 // Package nodehealth fails the instances on a node whose node agent stopped heart-beating: when the
-// agent's Lease (nodeagent/heartbeat) is older than a threshold, every instance on that node that is
+// agent's Lease (api/heartbeat/v1) is older than a threshold, every instance on that node that is
 // not final goes Failed with reason NodeUnresponsive and its launcher Pod is deleted, so a
 // VirtualMachine with runStrategy Always comes back elsewhere.
 package nodehealth
@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/statuspatch"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 // ControllerName is the name Events and logs carry.
@@ -60,7 +60,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("index instances by node: %w", err)
 	}
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == r.Namespace && strings.HasPrefix(o.GetName(), heartbeat.LeasePrefix)
+		return o.GetNamespace() == r.Namespace && strings.HasPrefix(o.GetName(), heartbeatv1.LeasePrefix)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodehealth").
@@ -76,11 +76,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.Clock.Now()
-	if !heartbeat.Stale(lease, now, r.Threshold) {
+	if !heartbeatv1.Stale(lease, now, r.Threshold) {
 		// Look again just after the heartbeat would go stale.
-		return ctrl.Result{RequeueAfter: heartbeat.LastRenewed(lease).Add(r.Threshold).Sub(now) + time.Second}, nil
+		return ctrl.Result{RequeueAfter: heartbeatv1.LastRenewed(lease).Add(r.Threshold).Sub(now) + time.Second}, nil
 	}
-	node := strings.TrimPrefix(lease.Name, heartbeat.LeasePrefix)
+	node := strings.TrimPrefix(lease.Name, heartbeatv1.LeasePrefix)
 	var vmis virtv1.VirtualMachineInstanceList
 	if err := r.Client.List(ctx, &vmis, client.MatchingFields{NodeNameIndex: node}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list instances on node %s: %w", node, err)

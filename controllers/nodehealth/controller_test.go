@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/scheme"
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
 )
 
 // An instance failed for its node keeps its launcher Pod deleted: a deletion that failed once is
@@ -30,7 +30,7 @@ import (
 func TestLauncherPodOfAFailedNodeIsDeletedAgain(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: heartbeat.LeaseName("gone")},
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: heartbeatv1.LeaseName("gone")},
 		Spec: coordinationv1.LeaseSpec{RenewTime: ptr.To(metav1.NewMicroTime(now.Add(-time.Hour)))}}
 	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"},
 		Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "gone", LauncherPod: "virt-launcher-vm-x"}}

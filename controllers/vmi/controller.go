@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
@@ -29,7 +30,7 @@ type Reconciler struct {
 	// before the instance is failed.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	Config    Config
+	Config    podtemplate.Config
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 	// Discovery tells whether Multus' API is served (required).
@@ -117,7 +118,7 @@ func (r *Reconciler) stopFinishedPod(ctx context.Context, vmi *virtv1.VirtualMac
 func (r *Reconciler) launcherPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance, confirm bool) (*corev1.Pod, error) {
 	name := vmi.Status.LauncherPod
 	if name == "" {
-		name = PodName(vmi)
+		name = podtemplate.PodName(vmi)
 	}
 	key := client.ObjectKey{Namespace: vmi.Namespace, Name: name}
 	pod := &corev1.Pod{}
@@ -139,7 +140,7 @@ func (r *Reconciler) launcherPod(ctx context.Context, vmi *virtv1.VirtualMachine
 // createPod renders and creates the launcher Pod. A spec that cannot run fails the instance with a
 // reason naming the field; an apiserver refusal is reported in the Synchronized condition and retried.
 func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
-	pod, err := RenderPod(vmi, r.Config)
+	pod, err := podtemplate.RenderPod(vmi, r.Config)
 	if err != nil {
 		vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonInvalidSpec, metav1.NewTime(r.Clock.Now()))
 		setReady(&vmi.Status, virtv1.ReasonInvalidSpec, err.Error())

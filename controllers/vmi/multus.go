@@ -1,8 +1,6 @@
 package vmi
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -11,37 +9,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/internal/optionalapi"
 )
 
 // NetworkAttachmentDefinitionGVK is Multus' API: a secondary network an instance's Pod joins.
 var NetworkAttachmentDefinitionGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
 
-// MultusNetworksAnnotation is the Pod annotation Multus reads: the secondary networks to attach.
-const MultusNetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
-
 // ReasonMultusNotInstalled (the Synchronized condition's reason): the instance has Multus networks
 // and the cluster does not serve Multus' NetworkAttachmentDefinition API, so it gets no launcher Pod.
 const ReasonMultusNotInstalled = "MultusNotInstalled"
-
-// multusNetworks names the instance's networks that Multus provides, as "name (networkName)".
-func multusNetworks(vmi *virtv1.VirtualMachineInstance) []string {
-	var names []string
-	for _, n := range vmi.Spec.Networks {
-		if n.Multus != nil {
-			names = append(names, fmt.Sprintf("%s (%s)", n.Name, n.Multus.NetworkName))
-		}
-	}
-	return names
-}
 
 // holdForMultus reports whether the instance must wait instead of getting a launcher Pod because its
 // Multus networks need an API the cluster does not serve, saying why in the Synchronized condition
 // and an Event; retry is when to look again.
 func (r *Reconciler) holdForMultus(vmi *virtv1.VirtualMachineInstance) (held bool, retry time.Duration, err error) {
-	nets := multusNetworks(vmi)
+	nets := podtemplate.MultusNetworks(vmi)
 	if len(nets) == 0 {
 		return false, 0, nil
 	}
@@ -59,34 +43,4 @@ func (r *Reconciler) holdForMultus(vmi *virtv1.VirtualMachineInstance) (held boo
 		Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: ReasonMultusNotInstalled, Message: message,
 	})
 	return true, optionalapi.Recheck, nil
-}
-
-// multusSelection is one element of MultusNetworksAnnotation (Multus' NetworkSelectionElement).
-type multusSelection struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	Interface string `json:"interface"`
-}
-
-// multusAnnotation is MultusNetworksAnnotation's value for the instance's Multus networks ("" for
-// none): each NetworkAttachmentDefinition ("name" in the instance's namespace, or "namespace/name")
-// attached as the Pod interface the node agent bridges to the guest
-// (launcherv1.SecondaryNetworkDevices).
-func multusAnnotation(vmi *virtv1.VirtualMachineInstance) (string, error) {
-	var sel []multusSelection
-	for i, n := range vmi.Spec.Networks {
-		if n.Multus == nil {
-			continue
-		}
-		ns, name, ok := n.Multus.Attachment(vmi.Namespace)
-		if !ok {
-			return "", fmt.Errorf("spec.networks[%d].multus.networkName: %q is not NAME or NAMESPACE/NAME", i, n.Multus.NetworkName)
-		}
-		sel = append(sel, multusSelection{Name: name, Namespace: ns, Interface: launcherv1.SecondaryNetworkDevices(n.Name).PodInterface})
-	}
-	if len(sel) == 0 {
-		return "", nil
-	}
-	raw, err := json.Marshal(sel)
-	return string(raw), err
 }

@@ -12,17 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 )
 
 // persistentStateSize is the size of a persistent state claim: a TPM's state is a few KiB, OVMF's
 // variable store 540 KiB (KubeVirt asks for the same).
 var persistentStateSize = resource.MustParse("10Mi")
-
-// PersistentStateClaim names the claim that keeps an instance's state across restarts (a persistent
-// TPM's, persistent EFI variables): KubeVirt's name. A VM's instances share their VM's name, so each start finds it again.
-func PersistentStateClaim(vmi *virtv1.VirtualMachineInstance) string {
-	return "persistent-state-for-" + vmi.Name
-}
 
 // ensurePersistentState creates the instance's persistent state claim when it needs one and it does
 // not exist: owned by the instance's VM, so it lives as long as the VM (or by the instance itself,
@@ -36,7 +31,7 @@ func (r *Reconciler) ensurePersistentState(ctx context.Context, vmi *virtv1.Virt
 		owner = metav1.NewControllerRef(vmi, virtv1.SchemeGroupVersion.WithKind("VirtualMachineInstance"))
 	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: PersistentStateClaim(vmi), OwnerReferences: []metav1.OwnerReference{*owner}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: podtemplate.PersistentStateClaim(vmi), OwnerReferences: []metav1.OwnerReference{*owner}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: persistentStateSize}},

@@ -25,7 +25,7 @@ import (
 	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	vmictl "github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -164,7 +164,7 @@ func TestPersistentTPMAndEFIVariablesAcrossStopStart(t *testing.T) {
 		t.Errorf("EFI variable: %q then %q, want written then kept", efivar1, efivar2)
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: vmictl.PersistentStateClaim(first)}, pvc); err != nil {
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: podtemplate.PersistentStateClaim(first)}, pvc); err != nil {
 		t.Fatalf("the persistent state claim: %v", err)
 	}
 	if owner := metav1.GetControllerOf(pvc); owner == nil || owner.Kind != "VirtualMachine" || owner.Name != name {

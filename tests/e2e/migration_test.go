@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
-	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -73,7 +73,7 @@ func TestLiveMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {
-		if e.InvolvedObject.UID == after.UID && e.Reason == nodeagent.EventMigrated {
+		if e.InvolvedObject.UID == after.UID && e.Reason == agentv1.EventMigrated {
 			t.Logf("event: %s", e.Message)
 		}
 	}

@@ -1,4 +1,4 @@
-package vmi
+package podtemplate
 
 import (
 	"crypto/sha256"

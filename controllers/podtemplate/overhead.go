@@ -1,4 +1,4 @@
-package vmi
+package podtemplate
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"

@@ -1,4 +1,4 @@
-package vmi
+package podtemplate
 
 import (
 	"crypto/sha256"
@@ -62,6 +62,14 @@ func podName(name, key string) string {
 	return prefix + name + "-" + suffix
 }
 
+// PersistentStateClaim names the claim that keeps an instance's state across restarts (a persistent
+// TPM's, persistent EFI variables): KubeVirt's name. A VM's instances share their VM's name, so each start finds it again.
+func PersistentStateClaim(vmi *virtv1.VirtualMachineInstance) string {
+	return "persistent-state-for-" + vmi.Name
+}
+
+// RenderPod is the launcher Pod of vmi: the compute container (launcher, libvirt, qemu), one container
+// per container disk, the console log's; or an error naming the field of a spec it cannot run.
 func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, error) {
 	guest, err := vmi.Spec.Domain.GuestMemory()
 	if err != nil {
@@ -387,7 +395,7 @@ func computeResources(vmi *virtv1.VirtualMachineInstance, guest resource.Quantit
 		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + vmi.Spec.Domain.Memory.Hugepages.PageSize)
 		req[name], lim[name] = guest.DeepCopy(), guest.DeepCopy()
 	}
-	if len(multusNetworks(vmi)) > 0 { // the launcher opens the tap the node agent bridges to Multus' interface
+	if len(MultusNetworks(vmi)) > 0 { // the launcher opens the tap the node agent bridges to Multus' interface
 		req[corev1.ResourceName(launcherv1.TunResource)] = resource.MustParse("1")
 		lim[corev1.ResourceName(launcherv1.TunResource)] = resource.MustParse("1")
 	}

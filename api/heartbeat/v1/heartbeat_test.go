@@ -1,4 +1,4 @@
-package heartbeat_test
+package v1_test
 
 import (
 	"testing"
@@ -7,11 +7,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podvirt/podvirt/nodeagent/heartbeat"
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 )
 
 func TestLeaseName(t *testing.T) {
-	if got := heartbeat.LeaseName("node-a"); got != "virt-handler-node-a" {
+	if got := heartbeatv1.LeaseName("node-a"); got != "virt-handler-node-a" {
 		t.Fatalf("LeaseName(node-a) = %q", got)
 	}
 }
@@ -34,7 +34,7 @@ func TestStale(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			lease := &coordinationv1.Lease{Spec: tc.spec}
-			if got := heartbeat.Stale(lease, now, heartbeat.LeaseDuration); got != tc.stale {
+			if got := heartbeatv1.Stale(lease, now, heartbeatv1.LeaseDuration); got != tc.stale {
 				t.Fatalf("Stale = %v, want %v", got, tc.stale)
 			}
 		})

@@ -1,8 +1,8 @@
-// Package heartbeat names the node agent's heartbeat: a coordination.k8s.io/v1 Lease per node that the
-// agent renews while it runs. The controllers import it to find a node's lease and to decide whether the
+// Package v1 (imported as heartbeatv1) is the node agent's heartbeat contract: a coordination.k8s.io/v1
+// Lease per node that the agent renews while it runs, and the project's default namespace. The controllers import it to find a node's lease and to decide whether the
 // node agent there is still alive (VMIs on a node whose lease went stale are failed with reason
 // NodeUnresponsive). It is pure: names, durations and a staleness check, no client.
-package heartbeat
+package v1
 
 import (
 	"time"

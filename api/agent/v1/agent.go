@@ -1,0 +1,73 @@
+package v1
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DefaultPort is the port the agent serves its paths on, on its node's address (mutual TLS).
+const DefaultPort = 8186
+
+// Subresource paths virt-api forwards to the agent of an instance's node, as KubeVirt's virt-api does
+// to virt-handler; fill them in with Path.
+const (
+	PathPause   = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/pause"
+	PathUnpause = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/unpause"
+	// PathConsole is a websocket (console.Subprotocol) onto the guest's serial console, shared by
+	// every viewer.
+	PathConsole = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/console"
+	// PathSoftReboot asks for an ACPI reboot of the guest.
+	PathSoftReboot = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/softreboot"
+	// PathVNC is a websocket onto the guest's VNC display (one connection per viewer).
+	PathVNC = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/vnc"
+	// PathPortForward is a websocket carrying one TCP connection to the guest's port {port}.
+	PathPortForward = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/portforward/{port}"
+)
+
+// PathMigrationStream carries one connection to a migration socket ({socket}) of the target launcher
+// Pod {pod} on the agent's node: GET with "Upgrade: tcp", answered 101, then raw bytes. Only the
+// holders of the node agents' certificate get here.
+const PathMigrationStream = "/v1/namespaces/{namespace}/migrationtargets/{pod}/{socket}"
+
+// Path fills in an instance path's {namespace} and {name}.
+func Path(tmpl, namespace, name string) string {
+	return strings.NewReplacer("{namespace}", namespace, "{name}", name).Replace(tmpl)
+}
+
+// MigrationStreamPath is PathMigrationStream filled in.
+func MigrationStreamPath(namespace, pod, socket string) string {
+	return strings.NewReplacer("{namespace}", namespace, "{pod}", pod, "{socket}", socket).Replace(PathMigrationStream)
+}
+
+// PortForwardPath is PathPortForward filled in.
+func PortForwardPath(namespace, name string, port int) string {
+	return strings.Replace(Path(PathPortForward, namespace, name), "{port}", strconv.Itoa(port), 1)
+}
+
+// ParsePort reads a port-forward path's port: a TCP port number 1-65535.
+func ParsePort(s string) (int, error) {
+	port, err := strconv.Atoi(s)
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("port: %q is not a TCP port number (1-65535)", s)
+	}
+	return port, nil
+}
+
+// CACertKey is the CA certificate's key in the certificate Secrets virt-api maintains.
+const CACertKey = "ca.crt"
+
+// CertSecret is the Secret (in Podvirt's namespace) that virt-api fills with the agents' certificate,
+// its key and CACertKey; the agents may read only it.
+const CertSecret = "virt-handler-certs"
+
+// ServerName is the name in the node agents' certificate (they are reached by node IP): virt-api and
+// the agents themselves verify it.
+func ServerName(namespace string) string { return "virt-handler." + namespace + ".svc" }
+
+// Event reasons of a migration, on the instance.
+const (
+	EventMigrationStarted = "MigrationStarted"
+	EventMigrated         = "Migrated"
+	EventMigrationFailed  = "MigrationFailed"
+)
