@@ -44,31 +44,43 @@ type Handlers struct {
 	streams sync.WaitGroup
 }
 
-// Routes registers the calls under prefix (/apis/subresources.kubevirt.io/VERSION) on mux.
+// Routes registers the calls of subv1.Table under prefix (/apis/subresources.kubevirt.io/VERSION) on
+// mux, each with its handler (calls); a row without one panics, which a unit test catches.
 func (h *Handlers) Routes(mux *http.ServeMux, prefix string) {
-	vm := prefix + "/namespaces/{namespace}/virtualmachines/{name}/"
-	mux.HandleFunc("PUT "+vm+"start", h.start)
-	mux.HandleFunc("PUT "+vm+"stop", h.stop)
-	mux.HandleFunc("PUT "+vm+"restart", h.restart)
-	vmi := prefix + "/namespaces/{namespace}/virtualmachineinstances/{name}/"
-	mux.HandleFunc("PUT "+vmi+"pause", func(w http.ResponseWriter, r *http.Request) {
-		h.agentCall(w, r, &subv1.PauseOptions{}, agentv1.PathPause)
-	})
-	mux.HandleFunc("PUT "+vmi+"unpause", func(w http.ResponseWriter, r *http.Request) {
-		h.agentCall(w, r, &subv1.UnpauseOptions{}, agentv1.PathUnpause)
-	})
-	mux.HandleFunc("PUT "+vmi+"softreboot", func(w http.ResponseWriter, r *http.Request) {
-		h.agentCall(w, r, &struct{}{}, agentv1.PathSoftReboot)
-	})
-	mux.HandleFunc("PUT "+vm+"migrate", h.migrate)
-	for _, parent := range []string{vm, vmi} {
-		mux.HandleFunc("GET "+parent+"console", func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, agentv1.PathConsole) })
-		mux.HandleFunc("GET "+parent+"vnc", func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, agentv1.PathVNC) })
-		mux.HandleFunc("GET "+parent+"portforward/{port}", h.portForward)
-		mux.HandleFunc("GET "+parent+"portforward/{port}/{protocol}", h.portForward)
+	calls := h.calls()
+	for _, sr := range subv1.Table() {
+		handle, ok := calls[sr.Name]
+		if !ok {
+			panic("apiserver: no handler for subresource " + sr.Resource + "/" + sr.Name)
+		}
+		for _, params := range sr.Params {
+			mux.HandleFunc(sr.Method+" "+prefix+sr.Path(params), handle)
+		}
 	}
-	mux.HandleFunc("GET "+prefix+"/version", h.version)
+	mux.HandleFunc("GET "+prefix+"/"+subv1.Version, h.version)
 	mux.HandleFunc("GET "+prefix+"/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+}
+
+// calls is the handler of each subresource name (the same on a VM and on its instance).
+func (h *Handlers) calls() map[string]http.HandlerFunc {
+	agent := func(body func() any, path string) http.HandlerFunc { // a new body per request
+		return func(w http.ResponseWriter, r *http.Request) { h.agentCall(w, r, body(), path) }
+	}
+	stream := func(path string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, path) }
+	}
+	return map[string]http.HandlerFunc{
+		subv1.Start:       h.start,
+		subv1.Stop:        h.stop,
+		subv1.Restart:     h.restart,
+		subv1.Migrate:     h.migrate,
+		subv1.Pause:       agent(func() any { return &subv1.PauseOptions{} }, agentv1.PathPause),
+		subv1.Unpause:     agent(func() any { return &subv1.UnpauseOptions{} }, agentv1.PathUnpause),
+		subv1.SoftReboot:  agent(func() any { return &struct{}{} }, agentv1.PathSoftReboot),
+		subv1.Console:     stream(agentv1.PathConsole),
+		subv1.VNC:         stream(agentv1.PathVNC),
+		subv1.PortForward: h.portForward,
+	}
 }
 
 func (h *Handlers) start(w http.ResponseWriter, r *http.Request) {

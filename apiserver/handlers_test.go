@@ -3,6 +3,8 @@ package apiserver
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 )
 
 func TestIsTestFailed(t *testing.T) {
@@ -23,4 +27,25 @@ func TestIsTestFailed(t *testing.T) {
 	assert.False(t, isTestFailed(invalid), "a validation failure names its object and field: not a race")
 	assert.False(t, isTestFailed(errors.New("connection refused")))
 	assert.False(t, isTestFailed(nil))
+}
+
+// Every row of the subresource table is routed (with each of its parameter forms), and discovery
+// lists it with its verb: a row added without a handler fails here, not in a user's request.
+func TestEveryTableRowIsServed(t *testing.T) {
+	mux := http.NewServeMux()
+	assert.NotPanics(t, func() { (&Handlers{}).Routes(mux, "/apis/subresources.kubevirt.io/v1") })
+	listed := map[string]string{}
+	for _, r := range resources() {
+		listed[r.Name] = r.Verbs[0]
+	}
+	for _, sr := range subv1.Table() {
+		for _, params := range sr.Params {
+			path := strings.NewReplacer("{namespace}", "ns", "{name}", "vm", "{port}", "22", "{protocol}", "tcp").
+				Replace("/apis/subresources.kubevirt.io/v1" + sr.Path(params))
+			_, pattern := mux.Handler(httptest.NewRequest(sr.Method, path, nil))
+			assert.NotEmpty(t, pattern, "%s %s is not routed", sr.Method, path)
+		}
+		assert.Equal(t, sr.Verb, listed[sr.Resource+"/"+sr.Name], "discovery of %s/%s", sr.Resource, sr.Name)
+	}
+	assert.Len(t, resources(), len(subv1.Table()))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,24 +37,12 @@ type Options struct {
 }
 
 // resources is the group's discovery: the subresources and the verb each is authorized with.
-var resources = []metav1.APIResource{
-	sub("virtualmachines/start", "VirtualMachine", "update"),
-	sub("virtualmachines/stop", "VirtualMachine", "update"),
-	sub("virtualmachines/restart", "VirtualMachine", "update"),
-	sub("virtualmachineinstances/pause", "VirtualMachineInstance", "update"),
-	sub("virtualmachineinstances/unpause", "VirtualMachineInstance", "update"),
-	sub("virtualmachines/migrate", "VirtualMachine", "update"),
-	sub("virtualmachineinstances/softreboot", "VirtualMachineInstance", "update"),
-	sub("virtualmachineinstances/console", "VirtualMachineInstance", "get"),
-	sub("virtualmachineinstances/vnc", "VirtualMachineInstance", "get"),
-	sub("virtualmachineinstances/portforward", "VirtualMachineInstance", "get"),
-	sub("virtualmachines/console", "VirtualMachine", "get"),
-	sub("virtualmachines/vnc", "VirtualMachine", "get"),
-	sub("virtualmachines/portforward", "VirtualMachine", "get"),
-}
-
-func sub(name, kind, verb string) metav1.APIResource {
-	return metav1.APIResource{Name: name, Namespaced: true, Kind: kind, Verbs: metav1.Verbs{verb}}
+func resources() []metav1.APIResource {
+	var out []metav1.APIResource
+	for _, sr := range subv1.Table() {
+		out = append(out, metav1.APIResource{Name: sr.Resource + "/" + sr.Name, Namespaced: true, Kind: sr.Kind(), Verbs: metav1.Verbs{sr.Verb}})
+	}
+	return out
 }
 
 // NewServer builds the aggregated API server on k8s.io/apiserver: secure serving, authentication
@@ -88,7 +75,7 @@ func NewServer(o Options, h *Handlers) (*genericapiserver.GenericAPIServer, erro
 	cfg.EnableProfiling = false
 	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(
 		sets.NewString("watch", "proxy"), //nolint:staticcheck // the filter's signature takes sets.String
-		sets.NewString("console", "vnc", "portforward"))
+		sets.NewString(subv1.LongRunningNames()...))
 	if err := serving.ApplyToConfig(cfg); err != nil {
 		return nil, fmt.Errorf("secure serving: %w", err)
 	}
@@ -109,7 +96,7 @@ func NewServer(o Options, h *Handlers) (*genericapiserver.GenericAPIServer, erro
 
 // publicVersion lets anyone read the group's version (a resource request to the authorizer).
 var publicVersion = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	if a.IsResourceRequest() && a.GetAPIGroup() == subv1.GroupName && a.GetResource() == "version" && a.GetName() == "" {
+	if a.IsResourceRequest() && a.GetAPIGroup() == subv1.GroupName && a.GetResource() == subv1.Version && a.GetName() == "" {
 		return authorizer.DecisionAllow, "", nil
 	}
 	return authorizer.DecisionNoOpinion, "", nil
@@ -131,7 +118,7 @@ func install(s *genericapiserver.GenericAPIServer, h *Handlers) {
 			Version: v, Resources: aggregatedResources(), Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
 		})
 		s.Handler.NonGoRestfulMux.Handle("/apis/"+gv.String(), discovery.NewAPIVersionHandler(s.Serializer, gv,
-			discovery.APIResourceListerFunc(func() []metav1.APIResource { return resources })))
+			discovery.APIResourceListerFunc(resources)))
 		h.Routes(mux, "/apis/"+gv.String())
 	}
 	s.Handler.NonGoRestfulMux.Handle("/apis/"+subv1.GroupName, discovery.NewAPIGroupHandler(s.Serializer, group))
@@ -143,17 +130,16 @@ func install(s *genericapiserver.GenericAPIServer, h *Handlers) {
 func aggregatedResources() []apidiscoveryv2.APIResourceDiscovery {
 	parents := map[string]*apidiscoveryv2.APIResourceDiscovery{}
 	var order []string
-	for _, r := range resources {
-		parent, name, _ := strings.Cut(r.Name, "/")
-		p, ok := parents[parent]
+	for _, sr := range subv1.Table() {
+		kind := &metav1.GroupVersionKind{Kind: sr.Kind()}
+		p, ok := parents[sr.Resource]
 		if !ok {
-			p = &apidiscoveryv2.APIResourceDiscovery{Resource: parent, Scope: apidiscoveryv2.ScopeNamespace,
-				ResponseKind: &metav1.GroupVersionKind{Kind: r.Kind}}
-			parents[parent] = p
-			order = append(order, parent)
+			p = &apidiscoveryv2.APIResourceDiscovery{Resource: sr.Resource, Scope: apidiscoveryv2.ScopeNamespace, ResponseKind: kind}
+			parents[sr.Resource] = p
+			order = append(order, sr.Resource)
 		}
 		p.Subresources = append(p.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-			Subresource: name, ResponseKind: &metav1.GroupVersionKind{Kind: r.Kind}, Verbs: r.Verbs,
+			Subresource: sr.Name, ResponseKind: kind, Verbs: metav1.Verbs{sr.Verb},
 		})
 	}
 	out := make([]apidiscoveryv2.APIResourceDiscovery, 0, len(order))

@@ -50,10 +50,10 @@ func newActionCommand(kube *genericclioptions.ConfigFlags, streams genericioopti
 			return o.Run(cmd.Context())
 		},
 	}
-	if sub != "softreboot" {
+	if sub != subv1.SoftReboot {
 		cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Validate the request without changing anything")
 	}
-	if sub == "migrate" {
+	if sub == subv1.Migrate {
 		cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the migration succeeds or fails, showing its phases")
 		cmd.Flags().DurationVar(&o.Timeout, "timeout", DefaultWaitTimeout, "How long --wait waits (exit code 124 when it runs out)")
 	}
@@ -61,19 +61,19 @@ func newActionCommand(kube *genericclioptions.ConfigFlags, streams genericioopti
 }
 
 func newPauseCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newActionCommand(kube, s, "pause", true, "Pause a running virtual machine (its clock stops)")
+	return newActionCommand(kube, s, subv1.Pause, true, "Pause a running virtual machine (its clock stops)")
 }
 
 func newUnpauseCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newActionCommand(kube, s, "unpause", true, "Resume a paused virtual machine")
+	return newActionCommand(kube, s, subv1.Unpause, true, "Resume a paused virtual machine")
 }
 
 func newSoftRebootCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newActionCommand(kube, s, "softreboot", false, "Reboot a running instance through ACPI (the instance stays)")
+	return newActionCommand(kube, s, subv1.SoftReboot, false, "Reboot a running instance through ACPI (the instance stays)")
 }
 
 func newMigrateCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newActionCommand(kube, s, "migrate", false, "Ask for a live migration of a running virtual machine")
+	return newActionCommand(kube, s, subv1.Migrate, false, "Ask for a live migration of a running virtual machine")
 }
 
 // Complete reads the arguments, checking the kind.
@@ -100,11 +100,11 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 	dry := dryRun(o.DryRun)
 	resource, body := resourceVMI, any(struct{}{})
 	switch o.sub {
-	case "pause":
+	case subv1.Pause:
 		body = subv1.PauseOptions{DryRun: dry}
-	case "unpause":
+	case subv1.Unpause:
 		body = subv1.UnpauseOptions{DryRun: dry}
-	case "migrate":
+	case subv1.Migrate:
 		resource, body = resourceVM, subv1.MigrateOptions{DryRun: dry}
 	}
 	since := metav1.Now()

@@ -24,8 +24,8 @@ import (
 
 // Resource names in subresource paths.
 const (
-	resourceVM  = "virtualmachines"
-	resourceVMI = "virtualmachineinstances"
+	resourceVM  = subv1.VirtualMachines
+	resourceVMI = subv1.VirtualMachineInstances
 )
 
 // clients is what a command reaches the cluster with, from the kubeconfig flags.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/console"
 )
@@ -120,7 +121,7 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ws, err := console.DialAPI(ctx, o.c.config, o.c.subresourcePath(resourceVMI, o.Name, "console"))
+		ws, err := console.DialAPI(ctx, o.c.config, o.c.subresourcePath(resourceVMI, o.Name, subv1.Console))
 		if err != nil {
 			if err = o.redialable(err, deadline, &waitingFor); err != nil {
 				return err

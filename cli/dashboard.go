@@ -127,12 +127,12 @@ func (a *dashboardActions) Do(ctx context.Context, act dashboard.Action, kind da
 	case dashboard.ActRestart:
 		return "", c.put(ctx, resourceVM, name, string(actionRestart), subv1.RestartOptions{})
 	case dashboard.ActPause:
-		return "", c.put(ctx, resourceVMI, name, "pause", subv1.PauseOptions{})
+		return "", c.put(ctx, resourceVMI, name, subv1.Pause, subv1.PauseOptions{})
 	case dashboard.ActUnpause:
-		return "", c.put(ctx, resourceVMI, name, "unpause", subv1.UnpauseOptions{})
+		return "", c.put(ctx, resourceVMI, name, subv1.Unpause, subv1.UnpauseOptions{})
 	case dashboard.ActMigrate:
 		if kind == dashboard.KindVM {
-			return "", c.put(ctx, resourceVM, name, "migrate", subv1.MigrateOptions{})
+			return "", c.put(ctx, resourceVM, name, subv1.Migrate, subv1.MigrateOptions{})
 		}
 		mig := &virtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-migration-"},
 			Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: name}}
@@ -174,7 +174,7 @@ func (a *dashboardActions) serveVNC(c *clients, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("listen for VNC: %w", err)
 	}
-	dial := c.streamDialer(resourceVMI, name, "vnc", io.Discard)
+	dial := c.streamDialer(resourceVMI, name, subv1.VNC, io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = serveLocal(ctx, ln, dial, io.Discard) }()

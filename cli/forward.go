@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	"github.com/podvirt/podvirt/console"
 )
 
@@ -139,7 +140,7 @@ func (o *PortForwardOptions) Run(ctx context.Context) error {
 	}
 	o.c = c
 	dial := func(remote int) func(context.Context) (*websocket.Conn, error) {
-		return c.streamDialer(o.Target.resource, o.Target.name, "portforward/"+strconv.Itoa(remote), o.ErrOut)
+		return c.streamDialer(o.Target.resource, o.Target.name, subv1.PortForward+"/"+strconv.Itoa(remote), o.ErrOut)
 	}
 	if o.Stdio {
 		ws, err := dial(o.Ports[0].remote)(ctx)

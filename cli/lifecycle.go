@@ -22,9 +22,9 @@ const DefaultWaitTimeout = 5 * time.Minute
 type action string
 
 const (
-	actionStart   action = "start"
-	actionStop    action = "stop"
-	actionRestart action = "restart"
+	actionStart   action = subv1.Start
+	actionStop    action = subv1.Stop
+	actionRestart action = subv1.Restart
 )
 
 // LifecycleOptions are start, stop and restart: a subresource call on a VirtualMachine, then

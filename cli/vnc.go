@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 )
 
 // viewer is a VNC client and how it takes the address.
@@ -98,7 +100,7 @@ func (o *VNCOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s port %d: %w", o.Address, o.Port, err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	dial := c.streamDialer(o.Target.resource, o.Target.name, "vnc", o.ErrOut)
+	dial := c.streamDialer(o.Target.resource, o.Target.name, subv1.VNC, o.ErrOut)
 	if o.ProxyOnly {
 		if o.Output == "json" {
 			_ = json.NewEncoder(o.Out).Encode(map[string]int{"port": port})

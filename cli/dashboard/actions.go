@@ -9,22 +9,24 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 )
 
 // Action is something the dashboard does to an object.
 type Action string
 
-// The actions.
+// The actions: the subresource calls by their names in subv1.Table, and two of the dashboard's own.
 const (
-	ActStart     Action = "start"
-	ActStop      Action = "stop"
+	ActStart     Action = subv1.Start
+	ActStop      Action = subv1.Stop
 	ActForceStop Action = "force stop"
-	ActRestart   Action = "restart"
-	ActPause     Action = "pause"
-	ActUnpause   Action = "unpause"
-	ActMigrate   Action = "migrate"
+	ActRestart   Action = subv1.Restart
+	ActPause     Action = subv1.Pause
+	ActUnpause   Action = subv1.Unpause
+	ActMigrate   Action = subv1.Migrate
 	ActDelete    Action = "delete"
-	ActVNC       Action = "vnc"
+	ActVNC       Action = subv1.VNC
 )
 
 // actionTimeout bounds one request.
@@ -138,7 +140,7 @@ func (m Model) console(row Row) (tea.Model, tea.Cmd) {
 		m.status = row.Name + notRunning
 		return m, nil
 	}
-	p := pendingAction{act: "console", row: row}
+	p := pendingAction{act: subv1.Console, row: row}
 	return m, tea.ExecProcess(m.actions.Console(row.Namespace, row.Name), func(err error) tea.Msg { return actionDoneMsg{p: p, err: err} })
 }
 
@@ -158,7 +160,7 @@ func (m Model) start(p pendingAction) (tea.Model, tea.Cmd) {
 
 // actionDone shows an action's outcome and follows it in the list when it has one to show.
 func (m Model) actionDone(msg actionDoneMsg) (tea.Model, tea.Cmd) {
-	if msg.p.act != "console" {
+	if msg.p.act != subv1.Console {
 		m.inFlight--
 	}
 	switch {
@@ -166,7 +168,7 @@ func (m Model) actionDone(msg actionDoneMsg) (tea.Model, tea.Cmd) {
 		m.status = fmt.Sprintf("%s failed: %v", msg.p, msg.err)
 	case msg.result != "":
 		m.status = msg.result
-	case msg.p.act == "console":
+	case msg.p.act == subv1.Console:
 		m.status = ""
 	default:
 		m.status = msg.p.String() + ": requested"

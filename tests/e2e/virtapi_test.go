@@ -120,6 +120,16 @@ func TestSubresourceRBAC(t *testing.T) {
 	if code, err := subresourceCall(ctx, t, anonymous, f.Namespace, "vm", "start"); code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Errorf("unauthenticated start: %d %v, want 401 or 403", code, err)
 	}
+	// The version is every authenticated user's to read (KubeVirt's kubevirt.io:default), and only theirs.
+	version := func(cfg *rest.Config) error {
+		return kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient().Get().AbsPath("/apis/subresources.kubevirt.io/v1/version").Do(ctx).Error()
+	}
+	if err := version(as(f, "dave")); err != nil {
+		t.Errorf("an authenticated user with no role reads the version: %v, want 200", err)
+	}
+	if err := version(anonymous); !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) {
+		t.Errorf("unauthenticated version: %v, want 401 or 403", err)
+	}
 	code, err := subresourceCall(ctx, t, alice, f.Namespace, "nope", "start")
 	if code != http.StatusNotFound || err == nil {
 		t.Errorf("start of an unknown VM: %d %v, want 404 naming it", code, err)

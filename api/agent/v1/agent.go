@@ -4,25 +4,30 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 )
 
 // DefaultPort is the port the agent serves its paths on, on its node's address (mutual TLS).
 const DefaultPort = 8186
 
+// instancePath is where an instance's calls live on the agent; its subresource's name follows.
+const instancePath = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/"
+
 // Subresource paths virt-api forwards to the agent of an instance's node, as KubeVirt's virt-api does
-// to virt-handler; fill them in with Path.
+// to virt-handler, named as in subv1.Table; fill them in with Path.
 const (
-	PathPause   = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/pause"
-	PathUnpause = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/unpause"
+	PathPause   = instancePath + subv1.Pause
+	PathUnpause = instancePath + subv1.Unpause
 	// PathConsole is a websocket (console.Subprotocol) onto the guest's serial console, shared by
 	// every viewer.
-	PathConsole = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/console"
+	PathConsole = instancePath + subv1.Console
 	// PathSoftReboot asks for an ACPI reboot of the guest.
-	PathSoftReboot = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/softreboot"
+	PathSoftReboot = instancePath + subv1.SoftReboot
 	// PathVNC is a websocket onto the guest's VNC display (one connection per viewer).
-	PathVNC = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/vnc"
+	PathVNC = instancePath + subv1.VNC
 	// PathPortForward is a websocket carrying one TCP connection to the guest's port {port}.
-	PathPortForward = "/v1/namespaces/{namespace}/virtualmachineinstances/{name}/portforward/{port}"
+	PathPortForward = instancePath + subv1.PortForward + "/{port}"
 )
 
 // PathMigrationStream carries one connection to a migration socket ({socket}) of the target launcher
