@@ -91,9 +91,10 @@ type Devices struct {
 //
 // +kubebuilder:validation:XValidation:rule="[has(self.disk), has(self.cdrom), has(self.lun)].filter(x, x).size() <= 1",message="a disk may set only one of disk, cdrom, lun"
 type Disk struct {
-	// Name of the volume this disk attaches.
+	// Name of the volume this disk attaches: a DNS-1123 label (it names files and devices on the node).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 	// Disk attaches the volume as a disk (the default).
 	// +optional
@@ -244,9 +245,10 @@ type LunTarget struct {
 //
 // +kubebuilder:validation:XValidation:rule="[has(self.masquerade), has(self.bridge), has(self.slirp), has(self.sriov), has(self.macvtap), has(self.passt), has(self.passtBinding), has(self.binding)].filter(x, x).size() <= 1",message="an interface may set only one of masquerade, bridge, slirp, sriov, macvtap, passt, passtBinding, binding"
 type Interface struct {
-	// Name of the network this interface attaches.
+	// Name of the network this interface attaches: a DNS-1123 label (it names files and devices on the node).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 	// Model of the virtual NIC; defaults to virtio.
 	// +optional

@@ -6,9 +6,10 @@ import "strings"
 //
 // +kubebuilder:validation:XValidation:rule="[has(self.pod), has(self.multus), has(self.resourceClaim)].filter(x, x).size() == 1",message="a network must set exactly one of pod, multus, resourceClaim"
 type Network struct {
-	// Name the interfaces refer to.
+	// Name the interfaces refer to: a DNS-1123 label (it names files and devices on the node).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
 	NetworkSource `json:",inline"`

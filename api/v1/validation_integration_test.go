@@ -138,6 +138,8 @@ func TestInvalidObjectsAreRejectedNamingTheField(t *testing.T) {
 			[]string{"spec.template.spec.domain.resources.requests.memory", "64X"}},
 		{"bad guest memory", vm, setter("lots", at(vmiSpec, "domain", "memory", "guest")...),
 			[]string{"spec.template.spec.domain.memory.guest", "lots"}},
+		{"volume name that is a path", vm, setter("../../../../usr/bin", at(vmiSpec, "volumes", 0, "name")...),
+			[]string{"spec.template.spec.volumes[0].name", "should match"}},
 		{"disk names no volume", vm, setter("nosuch", at(vmiSpec, "domain", "devices", "disks", 0, "name")...),
 			[]string{"spec.template.spec.domain.devices.disks", "every disk must name a volume in spec.volumes"}},
 		{"duplicate volume names", vm, func(t *testing.T, o map[string]any) {

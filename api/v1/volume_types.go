@@ -9,9 +9,10 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="[has(self.containerDisk), has(self.persistentVolumeClaim), has(self.cloudInitNoCloud), has(self.emptyDisk), has(self.hostDisk), has(self.cloudInitConfigDrive), has(self.sysprep), has(self.ephemeral), has(self.dataVolume), has(self.configMap), has(self.secret), has(self.downwardAPI), has(self.serviceAccount), has(self.downwardMetrics), has(self.memoryDump), has(self.containerPath)].filter(x, x).size() == 1",message="a volume must set exactly one of containerDisk, persistentVolumeClaim, cloudInitNoCloud, emptyDisk, hostDisk, cloudInitConfigDrive, sysprep, ephemeral, dataVolume, configMap, secret, downwardAPI, serviceAccount, downwardMetrics, memoryDump, containerPath"
 type Volume struct {
-	// Name the disks refer to.
+	// Name the disks refer to: a DNS-1123 label (it names files and devices on the node).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
 	VolumeSource `json:",inline"`

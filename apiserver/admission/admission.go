@@ -74,6 +74,7 @@ func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
 // the guest's memory and its limit, kernel boot sources, and the bus of each disk kind.
 func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace string, fld *field.Path) field.ErrorList {
 	errs := Unsupported(spec, InstanceFamilies, fld)
+	errs = append(errs, spec.NameErrors(fld)...)
 	domain := fld.Child("domain")
 	if guest, err := spec.Domain.GuestMemory(); err != nil {
 		errs = append(errs, field.Invalid(domain.Child("resources", "requests", "memory"), nil, err.Error()))

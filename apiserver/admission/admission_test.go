@@ -52,6 +52,12 @@ func TestValidateInstanceSpec(t *testing.T) {
 		{"few spinlock retries", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Domain.Features = &virtv1.Features{Hyperv: &virtv1.FeatureHyperv{Spinlocks: &virtv1.FeatureSpinlocks{Retries: ptr.To(uint32(100))}}}
 		}, "spec.domain.features.hyperv.spinlocks.spinlocks"},
+		{"volume name climbing out of its mount root", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Volumes = []virtv1.Volume{{Name: "../../../../usr/local/bin", VolumeSource: virtv1.VolumeSource{ConfigMap: &virtv1.ConfigMapVolumeSource{}}}}
+		}, "spec.volumes[0].name"},
+		{"disk name with a slash", func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a/b"}}
+		}, "spec.domain.devices.disks[0].name"},
 		{"host disk elsewhere", func(s *virtv1.VirtualMachineInstanceSpec) {
 			s.Volumes = []virtv1.Volume{{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{Path: "/var/lib/podvirt/hostdisks/ns/../../../etc/shadow", Type: virtv1.HostDiskExists}}}}
 		}, "spec.volumes[0].hostDisk.path"},

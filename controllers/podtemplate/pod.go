@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
@@ -71,6 +72,9 @@ func PersistentStateClaim(vmi *virtv1.VirtualMachineInstance) string {
 // RenderPod is the launcher Pod of vmi: the compute container (launcher, libvirt, qemu), one container
 // per container disk, the console log's; or an error naming the field of a spec it cannot run.
 func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, error) {
+	if errs := vmi.Spec.NameErrors(field.NewPath("spec")); len(errs) > 0 { // names become mount paths
+		return nil, errs.ToAggregate()
+	}
 	guest, err := vmi.Spec.Domain.GuestMemory()
 	if err != nil {
 		return nil, err

@@ -160,6 +160,15 @@ func TestRenderPodRejectsWhatCannotRun(t *testing.T) {
 	v.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32M")}
 	_, err = RenderPod(v, testConfig())
 	assert.ErrorContains(t, err, "spec.domain.resources.limits.memory")
+
+	// A name that would leave its mount root is refused even if admission let it through.
+	for _, name := range []string{"../../../../usr/bin", "../launcher-exit.json", ".."} {
+		v = seedInstance(t)
+		v.Spec.Volumes[0].Name = name
+		v.Spec.Domain.Devices.Disks[0].Name = name
+		_, err = RenderPod(v, testConfig())
+		assert.ErrorContains(t, err, "spec.volumes[0].name", name)
+	}
 }
 
 func TestPodNameIsDeterministicAndShort(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
@@ -433,6 +434,9 @@ func (g *guest) parseVMI(req launcherv1.SyncRequest) (*virtv1.VirtualMachineInst
 	if vmi.Name != g.cfg.VMIName || vmi.Namespace != g.cfg.Namespace {
 		return nil, fmt.Errorf("%w: vmi: this launcher runs %s/%s, not %s/%s", errBadRequest,
 			g.cfg.Namespace, g.cfg.VMIName, vmi.Namespace, vmi.Name)
+	}
+	if errs := vmi.Spec.NameErrors(field.NewPath("spec")); len(errs) > 0 { // names become paths below
+		return nil, fmt.Errorf("%w: %w", errBadRequest, errs.ToAggregate())
 	}
 	return &vmi, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"libvirt.org/go/libvirtxml"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
@@ -143,6 +144,9 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 	}
 	if in.ConfigDiskRoot == "" {
 		in.ConfigDiskRoot = launcherv1.ConfigDiskMountRoot
+	}
+	if errs := vmi.Spec.NameErrors(field.NewPath("spec")); len(errs) > 0 { // names become paths and devices
+		return nil, errs.ToAggregate()
 	}
 	spec := &vmi.Spec.Domain
 	if len(spec.Devices.GPUs) > 0 {

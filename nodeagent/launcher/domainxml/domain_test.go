@@ -177,6 +177,9 @@ func TestErrorsNameTheField(t *testing.T) {
 			v.Spec.Domain.Devices.Interfaces[0].Masquerade = nil
 			v.Spec.Domain.Devices.Interfaces[0].Bridge = &virtv1.InterfaceBridge{}
 		}, "spec.domain.devices.interfaces[0].bridge: not supported with user-mode pod networking"},
+		{"volume name leaving its directory", "vm-cirros", cirros, func(v *virtv1.VirtualMachineInstance) {
+			v.Spec.Volumes[1].Name, v.Spec.Domain.Devices.Disks[1].Name = "../secrets", "../secrets"
+		}, "spec.volumes[1].name"},
 		{"disk without volume", "vm-cirros", cirros, func(v *virtv1.VirtualMachineInstance) {
 			v.Spec.Volumes = v.Spec.Volumes[:1]
 		}, `spec.domain.devices.disks[1]: no volume named "cloudinitdisk" in spec.volumes`},
