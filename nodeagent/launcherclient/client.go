@@ -276,10 +276,14 @@ func classify(err error) error {
 	return err
 }
 
+// maxExitFile bounds the exit file the agent reads: a launcherv1.Status is a few hundred bytes.
+const maxExitFile = 64 << 10
+
 // ExitStatus is the status the launcher left in launcherv1.ExitFile when it exited; nil while no
-// such file exists (the launcher runs, or is still starting).
+// such file exists (the launcher runs, or is still starting). The launcher owns the file, so it is
+// read as ReadBeneath reads: no link followed, a regular file only, at most maxExitFile bytes.
 func (c *Client) ExitStatus() (*launcherv1.Status, error) {
-	raw, err := os.ReadFile(filepath.Join(c.dir, launcherv1.ExitFile))
+	raw, err := ReadBeneath(c.dir, launcherv1.ExitFile, maxExitFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
@@ -291,6 +295,35 @@ func (c *Client) ExitStatus() (*launcherv1.Status, error) {
 		return nil, fmt.Errorf("decode launcher exit status %s: %w", launcherv1.ExitFile, err)
 	}
 	return &st, nil
+}
+
+// ReadBeneath reads the file name below dir, a directory someone else (a launcher) can write, as a
+// privileged reader must: no symlink followed and never out of dir (openat2), opened non-blocking so
+// a FIFO cannot hang the caller, refused unless it is a regular file, and refused when it holds more
+// than limit bytes (never read past limit+1). A missing file is fs.ErrNotExist.
+func ReadBeneath(dir, name string, limit int64) ([]byte, error) {
+	path := filepath.Join(dir, name)
+	fd, err := openBeneath(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file (mode %#o): refused", path, st.Mode&unix.S_IFMT)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	case int64(len(data)) > limit:
+		return nil, fmt.Errorf("%s holds more than %d bytes, the limit: refused", path, limit)
+	}
+	return data, nil
 }
 
 // Ping returns the protocol version the launcher speaks.
