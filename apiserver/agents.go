@@ -111,6 +111,8 @@ func agentError(vmi *virtv1.VirtualMachineInstance, resp *http.Response) error {
 	switch resp.StatusCode {
 	case http.StatusConflict:
 		return apierrors.NewConflict(gr, vmi.Name, fmt.Errorf("%s", body.Message))
+	case http.StatusTooManyRequests:
+		return apierrors.NewTooManyRequests(fmt.Sprintf("virtualmachineinstance %s: %s", vmi.Name, body.Message), 1)
 	case http.StatusNotFound: // virt-api has just read the instance: the agent's view is behind (a hand-over)
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("virtualmachineinstance %s is not yet known to the node agent on %s: %s", vmi.Name, vmi.Status.NodeName, body.Message))
 	case http.StatusBadRequest:

@@ -27,6 +27,7 @@ import (
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/apiserver/lifecycle"
+	"github.com/podvirt/podvirt/console"
 )
 
 // maxBody bounds a subresource call's body.
@@ -42,7 +43,12 @@ type Handlers struct {
 	Stopping <-chan struct{}
 
 	streams sync.WaitGroup
+	perUser console.Limiter // streams per user, at most MaxStreamsPerUser
 }
+
+// MaxStreamsPerUser bounds the streams (consoles, VNC, forwarded connections) one user may hold
+// open through one virt-api; one more is refused with 429 naming the limit.
+const MaxStreamsPerUser = 128
 
 // Routes registers the calls of subv1.Table under prefix (/apis/subresources.kubevirt.io/VERSION) on
 // mux, each with its handler (calls); a row without one panics, which a unit test catches.

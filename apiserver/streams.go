@@ -3,12 +3,14 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/gorilla/websocket"
 
@@ -39,6 +41,16 @@ func (h *Handlers) portForward(w http.ResponseWriter, r *http.Request) {
 // name). Errors before the upgrade are Status answers; once streaming, the close frame says why the
 // stream ended.
 func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath string) {
+	user := "system:anonymous"
+	if u, ok := request.UserFrom(r.Context()); ok {
+		user = u.GetName()
+	}
+	release, ok := h.perUser.Acquire(user, MaxStreamsPerUser)
+	if !ok {
+		writeError(w, r, apierrors.NewTooManyRequests(fmt.Sprintf("user %s already has %d streams open through this virt-api, the limit", user, MaxStreamsPerUser), 1))
+		return
+	}
+	defer release()
 	h.streams.Add(1)
 	defer h.streams.Done()
 	ctx, cancel := context.WithCancelCause(r.Context())

@@ -38,6 +38,7 @@ func DialAPI(ctx context.Context, cfg *rest.Config, path string) (*websocket.Con
 	if err != nil {
 		return nil, err
 	}
+	ws.SetReadLimit(MaxFrame)
 	return ws, nil
 }
 

@@ -2,9 +2,11 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // viewerBuffer is how many bytes of output a viewer may lag behind before it is dropped. Output
@@ -12,7 +14,14 @@ import (
 // as a few large frames instead of queueing one frame per chunk.
 const viewerBuffer = 1 << 20
 
+// MaxViewers is how many viewers one console may have at once (each may buffer viewerBuffer bytes);
+// one more is refused with ErrTooManyViewers.
+const MaxViewers = 16
+
 var errTooSlow = errors.New(ReasonTooSlow)
+
+// ErrTooManyViewers refuses a viewer beyond MaxViewers.
+var ErrTooManyViewers = fmt.Errorf("the console already has %d viewers, the limit", MaxViewers)
 
 // Hub shares serial consoles among viewers: one connection to each console's socket, its output
 // sent to every viewer, every viewer's input written to it (KubeVirt allows one viewer and evicts
@@ -66,8 +75,11 @@ func (h *Hub) Join(key string, dial func() (net.Conn, error)) (*Viewer, error) {
 	}
 	v := &Viewer{console: c, ready: make(chan struct{}, 1), closed: make(chan struct{})}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.viewers) >= MaxViewers {
+		return nil, ErrTooManyViewers
+	}
 	c.viewers[v] = struct{}{}
-	c.mu.Unlock()
 	return v, nil
 }
 
@@ -185,6 +197,11 @@ func (v *Viewer) Read(p []byte) (int, error) {
 func (v *Viewer) Write(p []byte) (int, error) {
 	v.console.writeMu.Lock()
 	defer v.console.writeMu.Unlock()
+	// A console that takes no input for WriteTimeout (a launcher that stopped reading) fails the
+	// write instead of holding every viewer's input behind it.
+	if err := v.console.conn.SetWriteDeadline(time.Now().Add(WriteTimeout)); err != nil {
+		return 0, err
+	}
 	return v.console.conn.Write(p)
 }
 

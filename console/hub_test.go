@@ -110,3 +110,25 @@ func TestHubDropsASlowViewer(t *testing.T) {
 	_, err = fast.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.EOF, "a closed viewer reads EOF")
 }
+
+// One console takes at most MaxViewers viewers; one more is refused, and a seat frees when a
+// viewer leaves.
+func TestHubCapsViewers(t *testing.T) {
+	dial, _, _ := guest(t)
+	h := &Hub{}
+	var viewers []*Viewer
+	for range MaxViewers {
+		v, err := h.Join("ns/vm", dial)
+		require.NoError(t, err)
+		viewers = append(viewers, v)
+	}
+	_, err := h.Join("ns/vm", dial)
+	require.ErrorIs(t, err, ErrTooManyViewers)
+	assert.Contains(t, err.Error(), "16 viewers, the limit")
+	require.NoError(t, viewers[0].Close())
+	v, err := h.Join("ns/vm", dial)
+	require.NoError(t, err)
+	for _, v := range append(viewers[1:], v) {
+		require.NoError(t, v.Close())
+	}
+}

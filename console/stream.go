@@ -20,6 +20,12 @@ const (
 	PongTimeout  = 60 * time.Second
 	// bufferSize is the frame size (KubeVirt's 10240).
 	bufferSize = 10240
+	// MaxFrame bounds a frame a peer may send (a larger one closes the stream with 1009, "message
+	// too big"): a client's frames are keystrokes, RFB messages or a forwarded connection's chunks of
+	// at most a few tens of KiB, and a reader never holds more than one frame.
+	MaxFrame = 1 << 20
+	// WriteTimeout bounds one frame's write: a peer that reads nothing for that long is gone.
+	WriteTimeout = 10 * time.Second
 )
 
 // Close reasons a client can print.
@@ -37,9 +43,14 @@ var upgrader = websocket.Upgrader{
 	CheckOrigin: func(*http.Request) bool { return true },
 }
 
-// Upgrade turns the request into a websocket.
+// Upgrade turns the request into a websocket that reads frames of at most MaxFrame bytes.
 func Upgrade(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
-	return upgrader.Upgrade(w, r, nil)
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(MaxFrame)
+	return ws, nil
 }
 
 // Dialer dials websockets with KubeVirt's subprotocol.
@@ -65,7 +76,7 @@ func Serve(ctx context.Context, ws *websocket.Conn, stream io.ReadWriteCloser) e
 		for {
 			n, err := stream.Read(buf)
 			if n > 0 {
-				if werr := ws.WriteMessage(websocket.BinaryMessage, buf[:n]); werr != nil {
+				if werr := writeFrame(ws, buf[:n]); werr != nil {
 					reason <- ReasonPeerGone
 					return
 				}
@@ -134,8 +145,11 @@ type Conn struct {
 	pending []byte
 }
 
-// NewConn wraps ws.
-func NewConn(ws *websocket.Conn) *Conn { return &Conn{ws: ws} }
+// NewConn wraps ws, reading frames of at most MaxFrame bytes.
+func NewConn(ws *websocket.Conn) *Conn {
+	ws.SetReadLimit(MaxFrame)
+	return &Conn{ws: ws}
+}
 
 // Read returns the bytes of the next frames; a close from the peer ends the stream.
 func (c *Conn) Read(p []byte) (int, error) {
@@ -155,9 +169,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Write sends p as one binary frame.
+// Write sends p as one binary frame, within WriteTimeout.
 func (c *Conn) Write(p []byte) (int, error) {
-	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
+	if err := writeFrame(c.ws, p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -165,3 +179,11 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // Close closes the websocket.
 func (c *Conn) Close() error { return c.ws.Close() }
+
+// writeFrame sends p as one binary frame, failing when the peer does not take it within WriteTimeout.
+func writeFrame(ws *websocket.Conn, p []byte) error {
+	if err := ws.SetWriteDeadline(time.Now().Add(WriteTimeout)); err != nil {
+		return err
+	}
+	return ws.WriteMessage(websocket.BinaryMessage, p)
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/netutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +54,18 @@ type SubresourceServer struct {
 	TLSConfig *tls.Config
 	// Consoles shares each guest's serial console among its viewers.
 	Consoles console.Hub
+
+	perInstance console.Limiter // streams per instance, at most MaxStreamsPerInstance
 }
+
+// Bounds of what callers may hold open on one agent: streams per instance (console viewers, VNC
+// and forwarded connections together) and connections to the port (anything on the Pod network can
+// reach it; a connection that never finishes its TLS handshake holds its slot for at most the
+// server's ReadHeaderTimeout).
+const (
+	MaxStreamsPerInstance = 64
+	MaxConnections        = 1024
+)
 
 // NeedLeaderElection is false: every node agent serves its own node.
 func (s *SubresourceServer) NeedLeaderElection() bool { return false }
@@ -96,6 +108,7 @@ func (s *SubresourceServer) Start(ctx context.Context) error {
 			return fmt.Errorf("listen for subresources on %s: %w", s.Addr, err)
 		}
 	}
+	ln = netutil.LimitListener(ln, MaxConnections)
 	if s.TLSConfig != nil {
 		ln = tls.NewListener(ln, s.TLSConfig)
 	}
@@ -186,11 +199,21 @@ func (s *SubresourceServer) stream(w http.ResponseWriter, r *http.Request, what 
 		writeError(w, code, msg)
 		return
 	}
+	release, ok := s.perInstance.Acquire(string(pod.UID), MaxStreamsPerInstance)
+	if !ok {
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("virtualmachineinstance %s/%s already has %d streams open on this node, the limit", pod.Namespace, r.PathValue("name"), MaxStreamsPerInstance))
+		return
+	}
+	defer release()
 	conn, err := dial(ctx, pod)
 	if err != nil {
 		var lerr *launcherclient.Error
-		if errors.As(err, &lerr) {
+		switch {
+		case errors.As(err, &lerr):
 			writeLauncherError(w, err)
+			return
+		case errors.Is(err, console.ErrTooManyViewers):
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("the guest's %s: %v", what, err))
 			return
 		}
 		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the guest's %s does not answer: %v", what, err))

@@ -1,0 +1,55 @@
+package console
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// countingStream records how many bytes reach the guest's side of a stream.
+type countingStream struct {
+	net.Conn
+	got *atomic.Int64
+}
+
+func (c countingStream) Write(p []byte) (int, error) { c.got.Add(int64(len(p))); return len(p), nil }
+
+// A peer's frame larger than MaxFrame closes the stream (1009, message too big) before the server
+// holds it: one client cannot grow virt-api or an agent by sending one huge frame.
+func TestServeRefusesAnOversizedFrame(t *testing.T) {
+	var got atomic.Int64
+	served := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(served)
+		ws, err := Upgrade(w, r)
+		if err != nil {
+			return
+		}
+		near, far := net.Pipe()
+		defer far.Close()
+		go func() { _, _ = io.Copy(io.Discard, far) }()
+		_ = Serve(context.Background(), ws, countingStream{Conn: near, got: &got})
+	}))
+	defer srv.Close()
+	ws, _, err := Dialer().Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, []byte("small")))
+	_ = ws.WriteMessage(websocket.BinaryMessage, make([]byte, 64<<20)) // the server may close while it is sent
+	for {
+		if _, _, err = ws.ReadMessage(); err != nil {
+			break
+		}
+	}
+	<-served
+	assert.EqualValues(t, len("small"), got.Load(), "only the frame within the limit reached the stream")
+}
