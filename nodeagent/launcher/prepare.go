@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -146,21 +147,51 @@ func findImage(dir string) (domainxml.Image, error) {
 	return domainxml.Image{Path: files[0], Format: format}, nil
 }
 
-// imageFormat is "qcow2" for a qcow2 image and "raw" for anything else.
+// qcow2HeaderSize covers the fields checkQcow2 reads: backing_file_offset (bytes 8-15) and, from
+// version 3 on, incompatible_features (bytes 72-79).
+const qcow2HeaderSize = 80
+
+// imageFormat is "qcow2" for a qcow2 image and "raw" for anything else; a qcow2 image that names
+// another file is refused (checkQcow2).
 func imageFormat(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("open image: %w", err)
 	}
 	defer f.Close()
-	head := make([]byte, len(qcow2Magic))
-	if _, err := io.ReadFull(f, head); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+	head := make([]byte, qcow2HeaderSize)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read image %s: %w", path, err)
 	}
-	if bytes.Equal(head, qcow2Magic) {
-		return "qcow2", nil
+	if !bytes.HasPrefix(head[:n], qcow2Magic) {
+		return "raw", nil
 	}
-	return "raw", nil
+	if err := checkQcow2(head[:n]); err != nil {
+		return "", fmt.Errorf("image %s: %w", filepath.Base(path), err)
+	}
+	return "qcow2", nil
+}
+
+// checkQcow2 refuses a qcow2 header that makes qemu open another file: a backing file (qemu would
+// follow its name, letting an image read any file the launcher can, as KubeVirt also refuses) or
+// an external data file (incompatible feature bit 2).
+func checkQcow2(head []byte) error {
+	if len(head) < 20 {
+		return errors.New("truncated qcow2 header")
+	}
+	if binary.BigEndian.Uint64(head[8:16]) != 0 {
+		return errors.New("a qcow2 image with a backing file is refused: flatten it (qemu-img convert -O qcow2) first")
+	}
+	if version := binary.BigEndian.Uint32(head[4:8]); version >= 3 {
+		if len(head) < qcow2HeaderSize {
+			return errors.New("truncated qcow2 v3 header")
+		}
+		if binary.BigEndian.Uint64(head[72:80])&(1<<2) != 0 {
+			return errors.New("a qcow2 image with an external data file is refused")
+		}
+	}
+	return nil
 }
 
 // findFile is dir/name, else dir/<base of specPath>, else "" (also when specPath is empty).

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -39,10 +40,10 @@ func write(t *testing.T, path string, data []byte) {
 // magic), the kernelBoot files under the contract's names or their own base names.
 func TestResolveInputs(t *testing.T) {
 	private := t.TempDir()
-	write(t, filepath.Join(private, launcherv1.DisksDir, "root", "cirros.qcow2"), []byte("QFI\xfb\x00\x00\x00\x03"))
+	write(t, filepath.Join(private, launcherv1.DisksDir, "root", "cirros.qcow2"), qcow2Header(0, 0))
 	write(t, filepath.Join(private, launcherv1.DisksDir, "data", "data.img"), []byte("raw"))
 	// `container-disk copy /disk/x.qcow2 .../disks/flat` (no trailing slash): the image is the path itself.
-	write(t, filepath.Join(private, launcherv1.DisksDir, "flat"), []byte("QFI\xfb"))
+	write(t, filepath.Join(private, launcherv1.DisksDir, "flat"), qcow2Header(0, 0))
 	write(t, filepath.Join(private, launcherv1.KernelBootDir, launcherv1.KernelBootKernel), []byte("kernel"))
 	write(t, filepath.Join(private, launcherv1.KernelBootDir, "initramfs.gz"), []byte("initrd"))
 	vmi := &virtv1.VirtualMachineInstance{
@@ -83,6 +84,39 @@ func TestResolveInputs(t *testing.T) {
 	if _, err := resolveInputs(vmi, &Config{PrivateDir: private}, true); err == nil ||
 		!strings.Contains(err.Error(), "spec.volumes[name=root].containerDisk: want exactly one image file") {
 		t.Fatalf("two images for one volume: %v", err)
+	}
+}
+
+// qcow2Header is a qcow2 v3 header as qemu-img writes it (layout checked against qemu-img 7.2's
+// output: `qemu-img create -b` puts the backing name's offset at bytes 8-15, `-o data_file=` sets
+// incompatible feature bit 2 at bytes 72-79).
+func qcow2Header(backingOffset, incompatible uint64) []byte {
+	h := make([]byte, 104)
+	copy(h, "QFI\xfb")
+	binary.BigEndian.PutUint32(h[4:], 3)
+	binary.BigEndian.PutUint64(h[8:], backingOffset)
+	binary.BigEndian.PutUint32(h[20:], 16) // cluster bits
+	binary.BigEndian.PutUint64(h[72:], incompatible)
+	return h
+}
+
+// A container disk is someone's image: one that names another file (a backing file, an external
+// data file) would have qemu open that file, so it is refused naming the volume.
+func TestContainerDiskNamingAnotherFileIsRefused(t *testing.T) {
+	for name, image := range map[string][]byte{
+		"backing file":       qcow2Header(0x210, 0),
+		"external data file": qcow2Header(0, 1<<2),
+		"truncated header":   []byte("QFI\xfb\x00\x00\x00\x03"),
+	} {
+		private := t.TempDir()
+		write(t, filepath.Join(private, launcherv1.DisksDir, "root", "disk.qcow2"), image)
+		vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: "ns"}, Spec: virtv1.VirtualMachineInstanceSpec{
+			Volumes: []virtv1.Volume{{Name: "root", VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: "a"}}}},
+		}}
+		_, err := resolveInputs(vmi, &Config{PrivateDir: private}, true)
+		if err == nil || !strings.Contains(err.Error(), "spec.volumes[name=root].containerDisk: image disk.qcow2: ") {
+			t.Errorf("%s: %v, want a refusal naming the volume", name, err)
+		}
 	}
 }
 
