@@ -1,5 +1,5 @@
 // Command virt-controller runs Podvirt's cluster-wide controllers (VirtualMachine,
-// VirtualMachineInstance, VMI ReplicaSet, node health) with leader election, Prometheus metrics on
+// VirtualMachineInstance, VMI ReplicaSet, node health) with leader election, Prometheus metrics (HTTPS, for callers the kube-apiserver authenticates and authorizes) on
 // --metrics-bind-address and health/readiness probes on --health-probe-bind-address.
 package main
 
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
@@ -99,7 +100,7 @@ func run() error {
 		Scheme:                  scheme.New(),
 		Controller:              config.Controller{MaxConcurrentReconciles: workers},
 		Cache:                   controllers.CacheOptions(o),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "virt-controller.kubevirt.io",

@@ -2,7 +2,7 @@
 // VirtualMachineInstances scheduled on its node through their launchers, renews the node's heartbeat
 // Lease, serves the pause/unpause subresources on --listen, and advertises /dev/kvm (only where KVM
 // is really usable), /dev/net/tun and /dev/vhost-net to the kubelet as a device plugin. Prometheus
-// metrics are on --metrics-bind-address, /healthz and /readyz on --health-probe-bind-address.
+// metrics are on --metrics-bind-address (HTTPS, for callers the kube-apiserver authenticates and authorizes), /healthz and /readyz on --health-probe-bind-address.
 package main
 
 import (
@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
@@ -120,7 +121,7 @@ func run(args []string) error {
 		Scheme:                 scheme.New(),
 		Cache:                  nodeagent.CacheOptions(o.nodeName),
 		Client:                 nodeagent.ClientOptions(),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization},
 		HealthProbeBindAddress: o.probeAddr,
 	})
 	if err != nil {
