@@ -51,6 +51,12 @@ verify-generate: generate ## Fail if generated files are out of date
 .PHONY: test
 test: lint verify-generate integration launcher-test guest-test krew-test e2e-ci ## Everything CI runs: lint, generated files, unit, integration, launcher and guest boots, the krew install, e2e on the local cluster
 
+# help lists every target with a `## description` in this Makefile and mk/*.mk.
+.PHONY: help
+help: ## List the targets that have a description, sorted
+	@grep -hE '^[A-Za-z0-9_./-]+:[^=#]*## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN { FS = ":[^#]*## " } { printf "%-22s %s\n", $$1, $$2 }' | LC_ALL=C sort
+
 # e2e-ci runs the e2e tests on the local cluster, bringing it up when absent; a cluster it brought up
 # it also takes down (even when the tests fail) and checks that nothing is left on the machine.
 .PHONY: e2e-ci
