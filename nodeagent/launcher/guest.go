@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -213,11 +215,15 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 // heard notes the node agent's own passes — status, sync and shutdown requests, at their start and
 // their end (a sync may take longer than the limit) — for fenceIfAlone. Requests a user sends
 // through the agent (pause, port-forward, …) do not count: an agent cut off from the control plane
-// still forwards them, but no longer asks for the status.
+// still forwards them, but no longer asks for the status. Only the agent vouches: a request counts
+// only from a peer running as root (SO_PEERCRED, peerContext); every process of the launcher Pod
+// runs as launcherv1.LauncherUID and cannot keep a guest alive the agent no longer vouches for.
 func (g *guest) heard(next http.Handler) http.Handler {
 	g.lastHeard.Store(time.Now().UnixNano())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		vouches := r.URL.Path == launcherv1.PathStatus || r.URL.Path == launcherv1.PathSync || r.URL.Path == launcherv1.PathShutdown
+		uid, known := r.Context().Value(peerUIDKey{}).(uint32)
+		vouches := known && uid == 0 &&
+			(r.URL.Path == launcherv1.PathStatus || r.URL.Path == launcherv1.PathSync || r.URL.Path == launcherv1.PathShutdown)
 		if vouches {
 			g.lastHeard.Store(time.Now().UnixNano())
 		}
@@ -439,4 +445,26 @@ func (g *guest) parseVMI(req launcherv1.SyncRequest) (*virtv1.VirtualMachineInst
 		return nil, fmt.Errorf("%w: %w", errBadRequest, errs.ToAggregate())
 	}
 	return &vmi, nil
+}
+
+// peerUIDKey keys the uid of the process at the other end of a command-socket connection.
+type peerUIDKey struct{}
+
+// peerContext records the connecting process's uid (SO_PEERCRED) in the context of every request
+// on a unix connection; heard reads it.
+func peerContext(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return ctx
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) { cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil || credErr != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, peerUIDKey{}, cred.Uid)
 }

@@ -104,7 +104,7 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 	if err != nil {
 		return launcherv1.Status{}, fmt.Errorf("listen on %s: %w", sockPath, err)
 	}
-	srv := &http.Server{Handler: g.heard(newHandler(g)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: g.heard(newHandler(g)), ReadHeaderTimeout: 10 * time.Second, ConnContext: peerContext}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	cfg.Log.Info("Serving the command protocol", "socket", sockPath, "version", launcherv1.Version)

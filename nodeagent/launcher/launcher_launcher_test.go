@@ -4,6 +4,7 @@ package launcher_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,7 +250,8 @@ func TestKill(t *testing.T) {
 
 // TestFencing: a launcher whose node agent falls silent destroys the running guest itself after
 // --fence-after, so that the VM, started elsewhere once the node counts as lost, never runs twice;
-// requests keep it alive until then.
+// requests keep it alive until then. Only the agent (root) vouches: a process of the launcher's own
+// user asking for the status all along does not keep the guest alive.
 func TestFencing(t *testing.T) {
 	p := startPod(t, "fence", "--fence-after", "3s")
 	v := vmi("fence", 30)
@@ -263,7 +266,28 @@ func TestFencing(t *testing.T) {
 		}
 	}
 	silent := time.Now()
+	ctx, stopImpostor := context.WithCancel(context.Background())
+	impostor := make(chan int, 1)
+	go func() { // what any process in the launcher Pod could do: poll the socket as uid 107
+		n := 0
+		defer func() { impostor <- n }()
+		for ctx.Err() == nil {
+			out, err := exec.CommandContext(ctx, "setpriv", "--reuid", strconv.Itoa(podUID), "--regid", strconv.Itoa(podUID), "--clear-groups",
+				"curl", "-sf", "--unix-socket", filepath.Join(p.private, launcherv1.CommandSocket), "http://launcher"+launcherv1.PathStatus).Output()
+			if err == nil && strings.Contains(string(out), `"state"`) {
+				n++
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
 	code, final := p.waitExit(30 * time.Second)
+	stopImpostor()
+	if n := <-impostor; n == 0 {
+		t.Error("the impostor's status requests never reached the launcher: the test proves nothing")
+	}
 	if took := time.Since(silent); took < 3*time.Second {
 		t.Errorf("fenced %s after the last request, before the 3 s limit", took)
 	}
