@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -47,14 +48,14 @@ const (
 
 // Register adds the webhooks to srv; c reads the instances a migration names and the instancetypes
 // and preferences a VM names, and marks an instance for evacuation when its launcher Pod is evicted.
-func Register(srv webhook.Server, s *runtime.Scheme, c client.Client) {
+func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, policy Policy) {
 	reader := client.Reader(c)
 	srv.Register(PathEvictLauncher, &webhook.Admission{Handler: evictionInterceptor{client: c}})
 	srv.Register(PathValidateMigration, admission.WithValidator[*virtv1.VirtualMachineInstanceMigration](s, migrationValidator{reader: reader}))
-	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{}))
+	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{policy: policy}))
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
-	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{reader: reader}))
-	srv.Register(PathValidateReplicaSet, admission.WithValidator[*virtv1.VirtualMachineInstanceReplicaSet](s, replicaSetValidator{}))
+	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{reader: reader, policy: policy}))
+	srv.Register(PathValidateReplicaSet, admission.WithValidator[*virtv1.VirtualMachineInstanceReplicaSet](s, replicaSetValidator{policy: policy}))
 }
 
 // DefaultInstance fills what the API defaults on an instance: the machine type and each
@@ -71,8 +72,9 @@ func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
 }
 
 // ValidateInstanceSpec checks what the schema cannot: every field Podvirt refuses (InstanceFamilies),
-// the guest's memory and its limit, kernel boot sources, and the bus of each disk kind.
-func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace string, fld *field.Path) field.ErrorList {
+// the guest's memory and its limit, kernel boot sources, the bus of each disk kind, and what policy
+// allows of the node (host disks, disk sizes, other namespaces' networks).
+func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace string, policy Policy, fld *field.Path) field.ErrorList {
 	errs := Unsupported(spec, InstanceFamilies, fld)
 	errs = append(errs, spec.NameErrors(fld)...)
 	domain := fld.Child("domain")
@@ -110,8 +112,8 @@ func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace str
 	}
 	errs = append(errs, validateDeviceNames(spec, domain.Child("devices"))...)
 	errs = append(errs, validateHyperV(spec.Domain.Features, domain.Child("features", "hyperv"))...)
-	errs = append(errs, validateVolumes(spec, namespace, fld.Child("volumes"))...)
-	errs = append(errs, validateBindings(spec, domain.Child("devices", "interfaces"), fld.Child("networks"))...)
+	errs = append(errs, validateVolumes(spec, namespace, policy, fld.Child("volumes"))...)
+	errs = append(errs, validateBindings(spec, namespace, policy, domain.Child("devices", "interfaces"), fld.Child("networks"))...)
 	errs = append(errs, validateProbe(spec, spec.ReadinessProbe, fld.Child("readinessProbe"))...)
 	errs = append(errs, validateProbe(spec, spec.LivenessProbe, fld.Child("livenessProbe"))...)
 	for i, d := range spec.Domain.Devices.Disks {
@@ -176,8 +178,9 @@ func validateDeviceNames(spec *virtv1.VirtualMachineInstanceSpec, devices *field
 // validateBindings wants the bridge binding on Multus networks (the node agent bridges Multus'
 // interface to the guest) and only there: the Pod network is user-mode networking here, which only
 // the masquerade binding uses. A bridged guest is reached at its own address: no ports to forward.
-// Every Multus network needs an interface, and a networkName Multus can resolve.
-func validateBindings(spec *virtv1.VirtualMachineInstanceSpec, interfaces, networks *field.Path) field.ErrorList {
+// Every Multus network needs an interface, and a networkName Multus can resolve, in the instance's
+// namespace unless policy allows others.
+func validateBindings(spec *virtv1.VirtualMachineInstanceSpec, namespace string, policy Policy, interfaces, networks *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	multus := map[string]bool{}
 	for _, n := range spec.Networks {
@@ -202,8 +205,12 @@ func validateBindings(spec *virtv1.VirtualMachineInstanceSpec, interfaces, netwo
 		if !named[n.Name] {
 			errs = append(errs, field.Required(interfaces, fmt.Sprintf("an interface named %q for the Multus network spec.networks[%d]", n.Name, i)))
 		}
-		if _, _, ok := n.Multus.Attachment("namespace"); !ok { // any namespace: only the form is checked
+		ns, _, ok := n.Multus.Attachment(namespace)
+		switch {
+		case !ok:
 			errs = append(errs, field.Invalid(networks.Index(i).Child("multus", "networkName"), n.Multus.NetworkName, "NAME or NAMESPACE/NAME of a NetworkAttachmentDefinition"))
+		case ns != namespace && !policy.CrossNamespaceNetworks:
+			errs = append(errs, field.Forbidden(networks.Index(i).Child("multus", "networkName"), "a network of another namespace ("+ns+") is refused: this cluster does not allow them (virt-api --allow-cross-namespace-networks)"))
 		}
 	}
 	return errs
@@ -231,10 +238,17 @@ func validateProbe(spec *virtv1.VirtualMachineInstanceSpec, p *virtv1.Probe, at 
 // validateVolumes keeps config disk labels to an ISO volume id's length, allows one serviceAccount
 // volume, and keeps every hostDisk image under its namespace's directory of launcherv1.HostDiskRoot
 // on the node (the only place the node agent creates files and hands them to the launcher) and
-// sized when created.
-func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, namespace string, volumes *field.Path) field.ErrorList {
+// sized when created. Host disks need the HostDisk feature gate; a disk the node creates is at most
+// policy's capacity.
+func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, namespace string, policy Policy, volumes *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	accounts := 0
+	maxCap := policy.maxDiskCapacity()
+	bounded := func(p *field.Path, c resource.Quantity) {
+		if c.Cmp(maxCap) > 0 {
+			errs = append(errs, field.Invalid(p, c.String(), "more than "+maxCap.String()+", the largest disk this cluster creates on a node (virt-api --max-disk-capacity)"))
+		}
+	}
 	for i, v := range spec.Volumes {
 		var kind, label string
 		switch {
@@ -253,11 +267,19 @@ func validateVolumes(spec *virtv1.VirtualMachineInstanceSpec, namespace string, 
 				errs = append(errs, field.Forbidden(volumes.Index(i).Child("serviceAccount"), "an instance may have one serviceAccount volume (its launcher Pod runs as that ServiceAccount)"))
 			}
 		}
+		if v.EmptyDisk != nil {
+			bounded(volumes.Index(i).Child("emptyDisk", "capacity"), v.EmptyDisk.Capacity)
+		}
 		hd := v.HostDisk
 		if hd == nil {
 			continue
 		}
 		p := volumes.Index(i).Child("hostDisk")
+		if !policy.HostDisk {
+			errs = append(errs, field.Forbidden(p, "host disks are off in this cluster: an administrator enables them with virt-api --feature-gates="+FeatureHostDisk))
+			continue
+		}
+		bounded(p.Child("capacity"), hd.Capacity)
 		if !launcherv1.InHostDiskDir(namespace, hd.Path) {
 			errs = append(errs, field.Invalid(p.Child("path"), hd.Path, "must be a clean absolute path under "+launcherv1.HostDiskDir(namespace)+" (the node directory Podvirt keeps this namespace's host disks in)"))
 		}
@@ -291,11 +313,11 @@ func invalid(kind string, obj interface{ GetName() string }, errs field.ErrorLis
 	return apierrors.NewInvalid(virtv1.SchemeGroupVersion.WithKind(kind).GroupKind(), obj.GetName(), errs)
 }
 
-type instanceValidator struct{}
+type instanceValidator struct{ policy Policy }
 
-func (instanceValidator) ValidateCreate(_ context.Context, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
+func (v instanceValidator) ValidateCreate(_ context.Context, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
 	errs := UnsupportedAnnotations(vmi.Annotations, field.NewPath("metadata", "annotations"))
-	return nil, invalid("VirtualMachineInstance", vmi, append(errs, ValidateInstanceSpec(&vmi.Spec, vmi.Namespace, field.NewPath("spec"))...))
+	return nil, invalid("VirtualMachineInstance", vmi, append(errs, ValidateInstanceSpec(&vmi.Spec, vmi.Namespace, v.policy, field.NewPath("spec"))...))
 }
 
 func (instanceValidator) ValidateUpdate(_ context.Context, old, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
@@ -318,6 +340,7 @@ const RunningDeprecated = "spec.running is deprecated; use spec.runStrategy (Alw
 
 type vmValidator struct {
 	reader client.Reader
+	policy Policy
 }
 
 // validate checks vm; checkTemplate is false for an update that leaves the template, instancetype
@@ -346,7 +369,7 @@ func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMac
 	at := field.NewPath("spec", "template", "spec")
 	spec := vm.Spec.Template.Spec.DeepCopy()
 	if vm.Spec.Instancetype == nil && vm.Spec.Preference == nil {
-		return ValidateInstanceSpec(spec, vm.Namespace, at), nil
+		return ValidateInstanceSpec(spec, vm.Namespace, v.policy, at), nil
 	}
 	specs, err := instancetype.Live(ctx, v.reader, vm)
 	if fe := (*field.Error)(nil); errors.As(err, &fe) {
@@ -366,7 +389,7 @@ func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMac
 		annotations = map[string]string{}
 	}
 	instancetype.Apply(specs, spec, annotations)
-	errs = append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, vm.Namespace, at)...)
+	errs = append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, vm.Namespace, v.policy, at)...)
 	errs = append(errs, UnsupportedAnnotations(annotations, field.NewPath("spec", "template", "metadata", "annotations"))...)
 	for _, e := range errs {
 		e.Detail += " (the template with " + instancetype.Describe(vm) + ")"
@@ -388,13 +411,13 @@ func (vmValidator) ValidateDelete(context.Context, *virtv1.VirtualMachine) (admi
 	return nil, nil
 }
 
-type replicaSetValidator struct{}
+type replicaSetValidator struct{ policy Policy }
 
-func (replicaSetValidator) validate(rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
+func (v replicaSetValidator) validate(rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
 	var errs field.ErrorList
 	if rs.Spec.Template != nil {
 		errs = append(UnsupportedAnnotations(rs.Spec.Template.ObjectMeta.Annotations, field.NewPath("spec", "template", "metadata", "annotations")),
-			ValidateInstanceSpec(&rs.Spec.Template.Spec, rs.Namespace, field.NewPath("spec", "template", "spec"))...)
+			ValidateInstanceSpec(&rs.Spec.Template.Spec, rs.Namespace, v.policy, field.NewPath("spec", "template", "spec"))...)
 	}
 	return nil, invalid("VirtualMachineInstanceReplicaSet", rs, errs)
 }

@@ -126,7 +126,7 @@ func TestValidateInstanceSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := spec()
 			tc.mutate(&s)
-			errs := ValidateInstanceSpec(&s, "ns", field.NewPath("spec"))
+			errs := ValidateInstanceSpec(&s, "ns", Policy{HostDisk: true}, field.NewPath("spec"))
 			if tc.want == "" {
 				assert.Empty(t, errs)
 				return
@@ -135,6 +135,57 @@ func TestValidateInstanceSpec(t *testing.T) {
 			assert.Equal(t, tc.want, errs[0].Field)
 		})
 	}
+}
+
+// What the cluster allows of the node: host disks only behind their feature gate, disks the node
+// creates at most the policy's capacity, Multus networks of other namespaces only when allowed.
+func TestPolicy(t *testing.T) {
+	hostDisk := func(capacity string) virtv1.Volume {
+		return virtv1.Volume{Name: "h", VolumeSource: virtv1.VolumeSource{HostDisk: &virtv1.HostDisk{
+			Path: "/var/lib/podvirt/hostdisks/ns/a.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse(capacity)}}}
+	}
+	emptyDisk := func(capacity string) virtv1.Volume {
+		return virtv1.Volume{Name: "e", VolumeSource: virtv1.VolumeSource{EmptyDisk: &virtv1.EmptyDiskSource{Capacity: resource.MustParse(capacity)}}}
+	}
+	multus := func(name string) func(*virtv1.VirtualMachineInstanceSpec) {
+		return func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Networks = append(s.Networks, virtv1.Network{Name: "blue", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: name}}})
+			s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, virtv1.Interface{Name: "blue", Bridge: &virtv1.InterfaceBridge{}})
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		policy Policy
+		mutate func(*virtv1.VirtualMachineInstanceSpec)
+		want   string // the field named, "" when admitted
+	}{
+		{"host disk without the gate", Policy{}, func(s *virtv1.VirtualMachineInstanceSpec) { s.Volumes = []virtv1.Volume{hostDisk("1Gi")} }, "spec.volumes[0].hostDisk"},
+		{"host disk with the gate", Policy{HostDisk: true}, func(s *virtv1.VirtualMachineInstanceSpec) { s.Volumes = []virtv1.Volume{hostDisk("1Gi")} }, ""},
+		{"a 1 PiB host disk", Policy{HostDisk: true}, func(s *virtv1.VirtualMachineInstanceSpec) { s.Volumes = []virtv1.Volume{hostDisk("1Pi")} }, "spec.volumes[0].hostDisk.capacity"},
+		{"a 1 PiB empty disk", Policy{}, func(s *virtv1.VirtualMachineInstanceSpec) { s.Volumes = []virtv1.Volume{emptyDisk("1Pi")} }, "spec.volumes[0].emptyDisk.capacity"},
+		{"an empty disk within a lowered bound", Policy{MaxDiskCapacity: resource.MustParse("2Gi")}, func(s *virtv1.VirtualMachineInstanceSpec) { s.Volumes = []virtv1.Volume{emptyDisk("2Gi")} }, ""},
+		{"an empty disk past a lowered bound", Policy{MaxDiskCapacity: resource.MustParse("2Gi")}, func(s *virtv1.VirtualMachineInstanceSpec) { s.Volumes = []virtv1.Volume{emptyDisk("3Gi")} }, "spec.volumes[0].emptyDisk.capacity"},
+		{"own namespace's network", Policy{}, multus("blue-net"), ""},
+		{"own namespace's network named with it", Policy{}, multus("ns/blue-net"), ""},
+		{"another namespace's network", Policy{}, multus("other/blue-net"), "spec.networks[0].multus.networkName"},
+		{"another namespace's network, allowed", Policy{CrossNamespaceNetworks: true}, multus("other/blue-net"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := spec()
+			tc.mutate(&s)
+			errs := ValidateInstanceSpec(&s, "ns", tc.policy, field.NewPath("spec"))
+			if tc.want == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			require.Len(t, errs, 1, "%v", errs)
+			assert.Equal(t, tc.want, errs[0].Field)
+		})
+	}
+	var p Policy
+	require.NoError(t, p.EnableFeatures("HostDisk, "))
+	assert.True(t, p.HostDisk)
+	assert.ErrorContains(t, p.EnableFeatures("HostDisk,Snapshot"), `unknown feature gate "Snapshot" (known: HostDisk)`)
 }
 
 func TestDefaults(t *testing.T) {

@@ -100,13 +100,13 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		virtv1.Interface{Name: "p", Bridge: &virtv1.InterfaceBridge{}, Ports: []virtv1.Port{{Port: 22}}})
 	s.Networks = append(s.Networks, virtv1.Network{Name: "b", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}},
 		virtv1.Network{Name: "m", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan"}}},
-		virtv1.Network{Name: "q", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "other/vlan"}}},
+		virtv1.Network{Name: "q", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "ns/vlan"}}},
 		virtv1.Network{Name: "p", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "vlan"}}},
 		virtv1.Network{Name: "z", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "a/b/c"}}})
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a"}, {Name: "n", IO: virtv1.IONative}}
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(true)
 	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("External"))
-	errs := ValidateInstanceSpec(&s, "ns", field.NewPath("spec"))
+	errs := ValidateInstanceSpec(&s, "ns", Policy{}, field.NewPath("spec"))
 	var got []string
 	for _, e := range errs {
 		got = append(got, e.Error())
@@ -126,7 +126,7 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("LiveMigrateIfPossible"))
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(false)
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "t", IO: virtv1.IOThreads}}
-	assert.Empty(t, ValidateInstanceSpec(&s, "ns", field.NewPath("spec")), "a value the family does not list is accepted")
+	assert.Empty(t, ValidateInstanceSpec(&s, "ns", Policy{}, field.NewPath("spec")), "a value the family does not list is accepted")
 }
 
 func TestUnsupportedAnnotationNamed(t *testing.T) {

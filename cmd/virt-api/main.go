@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -45,6 +47,7 @@ func run() error {
 		ns, secret, service  string
 		certDir, nodeCertDir string
 		webhookPort          int
+		policy               admission.Policy
 	)
 	def := os.Getenv("POD_NAMESPACE")
 	if def == "" {
@@ -57,6 +60,10 @@ func run() error {
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "HTTPS port of the admission webhooks")
 	flag.StringVar(&nodeCertDir, "node-cert-dir", "/var/run/podvirt-api/node-certs", "writable directory for the node agents' CA and virt-api's client certificate")
 	flag.StringVar(&certDir, "cert-dir", "/var/run/podvirt-api/certs", "writable directory for the serving certificate files")
+	var gates, maxDisk string
+	flag.StringVar(&gates, "feature-gates", "", "comma-separated feature gates to enable (known: "+strings.Join(admission.Features, ", ")+"; KubeVirt's names)")
+	flag.BoolVar(&policy.CrossNamespaceNetworks, "allow-cross-namespace-networks", false, "admit Multus networks named NAMESPACE/NAME in another namespace than the instance's")
+	flag.StringVar(&maxDisk, "max-disk-capacity", admission.DefaultMaxDiskCapacity.String(), "largest emptyDisk or created hostDisk an instance may ask for")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -64,6 +71,14 @@ func run() error {
 	if f := flag.Lookup("kubeconfig"); f != nil { // controller-runtime's flag: the same cluster for both
 		o.Kubeconfig = f.Value.String()
 	}
+	if err := policy.EnableFeatures(gates); err != nil {
+		return fmt.Errorf("--feature-gates: %w", err)
+	}
+	maxCap, err := resource.ParseQuantity(maxDisk)
+	if err != nil || maxCap.Sign() <= 0 {
+		return fmt.Errorf("--max-disk-capacity: %q is not a positive quantity", maxDisk)
+	}
+	policy.MaxDiskCapacity = maxCap
 	o.CertFile, o.KeyFile = filepath.Join(certDir, corev1.TLSCertKey), filepath.Join(certDir, corev1.TLSPrivateKeyKey)
 	for flagName, dir := range map[string]string{"--cert-dir": certDir, "--node-cert-dir": nodeCertDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -97,7 +112,7 @@ func run() error {
 		return err
 	}
 	hooks := webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir})
-	admission.Register(hooks, mgr.GetScheme(), direct)
+	admission.Register(hooks, mgr.GetScheme(), direct, policy)
 
 	ctx := ctrl.SetupSignalHandler()
 	g, ctx := errgroup.WithContext(ctx)
