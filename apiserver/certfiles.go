@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
+	"github.com/podvirt/podvirt/internal/atomicfile"
 )
 
 // CertFiles mirrors the certificate the rotator keeps in a Secret into files in Dir (tls.crt,
@@ -63,17 +63,10 @@ func (c *CertFiles) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-// writeIfChanged replaces path atomically (write a temporary file, rename) unless it already holds data.
+// writeIfChanged replaces path atomically unless it already holds data.
 func writeIfChanged(path string, data []byte) error {
 	if old, err := os.ReadFile(path); err == nil && string(old) == string(data) {
 		return nil
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, 0o600)
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podvirt/podvirt/internal/atomicfile"
 )
 
 // Up brings the cluster up (or completes a partly started one, or adds nodes to a running one)
@@ -166,11 +168,7 @@ func (c Config) installSelf() (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o755); err != nil {
-		return "", err
-	}
-	return dst, os.Rename(tmp, dst)
+	return dst, atomicfile.WriteFile(dst, data, 0o755)
 }
 
 // startAndWait starts a component and waits until ready reports true, failing early (with the

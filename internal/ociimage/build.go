@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/podvirt/podvirt/internal/atomicfile"
 )
 
 // Annotations containerd and the OCI image layout use to name the images of an index.
@@ -58,7 +60,7 @@ func buildImage(spec Spec, tmp string) (v1.Image, error) {
 			return nil, err
 		}
 		p := filepath.Join(tmp, fmt.Sprintf("layer-%d.tar", i))
-		if err := writeFileWith(p, func(w io.Writer) error { return writeLayerTar(w, entries) }); err != nil {
+		if err := atomicfile.Write(p, 0o644, func(f *os.File) error { return writeLayerTar(f, entries) }); err != nil {
 			return nil, fmt.Errorf("--layer %q: %w", l.Src, err)
 		}
 		layer, err := tarball.LayerFromFile(p, tarball.WithMediaType(types.OCILayer))
@@ -120,8 +122,8 @@ func writeOCITarball(out string, img v1.Image, names []string) error {
 	if err != nil {
 		return fmt.Errorf("encode index: %w", err)
 	}
-	return writeFileWith(out, func(w io.Writer) error {
-		tw := tar.NewWriter(w)
+	return atomicfile.Write(out, 0o644, func(f *os.File) error {
+		tw := tar.NewWriter(f)
 		if err := writeTarBytes(tw, "index.json", indexJSON); err != nil {
 			return err
 		}
@@ -210,26 +212,6 @@ func writeTarBytes(tw *tar.Writer, name string, data []byte) error {
 	}
 	_, err := tw.Write(data)
 	return err
-}
-
-// writeFileWith writes a file atomically (temporary file, then rename).
-func writeFileWith(p string, fill func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := fill(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), p)
 }
 
 func tagOf(fullName string) string {

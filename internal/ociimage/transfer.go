@@ -17,6 +17,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/podvirt/podvirt/internal/atomicfile"
 )
 
 // ContainerdNamespace is the containerd namespace the CRI plugin (and so the kubelet) uses.
@@ -141,7 +143,7 @@ func untar(file, dir string) error {
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				return err
 			}
-			if err := writeFileWith(p, func(w io.Writer) error { _, err := io.Copy(w, tr); return err }); err != nil {
+			if err := atomicfile.Write(p, 0o644, func(f *os.File) error { _, err := io.Copy(f, tr); return err }); err != nil {
 				return fmt.Errorf("%s: extract %s: %w", file, hdr.Name, err)
 			}
 		}

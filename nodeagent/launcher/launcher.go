@@ -15,6 +15,7 @@ import (
 	"libvirt.org/go/libvirt"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/internal/atomicfile"
 )
 
 // Exit codes of `virt-launcher run`.
@@ -127,11 +128,7 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 func writeExitFile(cfg *Config, st launcherv1.Status) {
 	data, err := json.Marshal(st)
 	if err == nil {
-		path := filepath.Join(cfg.PrivateDir, launcherv1.ExitFile)
-		tmp := path + ".tmp"
-		if err = os.WriteFile(tmp, data, 0o644); err == nil {
-			err = os.Rename(tmp, path)
-		}
+		err = atomicfile.WriteFile(filepath.Join(cfg.PrivateDir, launcherv1.ExitFile), data, 0o644)
 	}
 	if err != nil {
 		cfg.Log.Error("Writing the exit file", "err", err)

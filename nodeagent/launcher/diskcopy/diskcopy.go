@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/podvirt/podvirt/internal/atomicfile"
 )
 
 // blockSize is the unit in which all-zero data becomes a hole.
@@ -37,26 +39,15 @@ func Copy(src, dst string) (string, error) {
 		return "", fmt.Errorf("open source: %w", err)
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".")
-	if err != nil {
-		return "", fmt.Errorf("create destination: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	size, err := sparseCopy(tmp, in)
-	if err == nil {
-		err = tmp.Truncate(size)
-	}
-	if err == nil {
-		err = tmp.Chmod(0o444)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	err = atomicfile.Write(dst, 0o444, func(tmp *os.File) error {
+		size, err := sparseCopy(tmp, in)
+		if err == nil {
+			err = tmp.Truncate(size)
+		}
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("copy %s to %s: %w", src, dst, err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return "", fmt.Errorf("install %s: %w", dst, err)
 	}
 	return dst, nil
 }
@@ -138,11 +129,7 @@ func RecordFailure(dst string, cause error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(cause.Error()), 0o444); err != nil {
-		return fmt.Errorf("record the failure: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(cause.Error()), 0o444); err != nil {
 		return fmt.Errorf("record the failure: %w", err)
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+
+	"github.com/podvirt/podvirt/internal/atomicfile"
 )
 
 // MinSize is the smallest image written (the rest is a sparse pad): busybox's volume_id, which small
@@ -35,19 +37,9 @@ func Write(path, label string, files []File) (err error) {
 			err = fmt.Errorf("remove iso workspace: %w", rerr)
 		}
 	}()
-	tmp := filepath.Join(work, "image.iso")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create iso: %w", err)
-	}
-	defer f.Close()
 	staging := filepath.Join(work, "staging")
 	if err := os.Mkdir(staging, 0o755); err != nil { // Rock Ridge records the mode: keep it readable
 		return fmt.Errorf("create iso staging dir: %w", err)
-	}
-	fs, err := iso9660.Create(file.New(f, false), 0, 0, 2048, staging)
-	if err != nil {
-		return fmt.Errorf("create iso filesystem: %w", err)
 	}
 	for _, sf := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(staging, sf.Name)), 0o755); err != nil {
@@ -57,23 +49,25 @@ func Write(path, label string, files []File) (err error) {
 			return fmt.Errorf("stage %s: %w", sf.Name, err)
 		}
 	}
-	if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: label}); err != nil {
-		return fmt.Errorf("write iso: %w", err)
-	}
-	if st, err := f.Stat(); err != nil {
-		return fmt.Errorf("stat iso: %w", err)
-	} else if st.Size() < MinSize {
-		if err := f.Truncate(MinSize); err != nil {
-			return fmt.Errorf("pad iso: %w", err)
+	return atomicfile.Write(path, 0o644, func(f *os.File) error {
+		fs, err := iso9660.Create(file.New(f, false), 0, 0, 2048, staging)
+		if err != nil {
+			return fmt.Errorf("create iso filesystem: %w", err)
 		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close iso: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("install iso: %w", err)
-	}
-	return nil
+		if err := fs.Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: label}); err != nil {
+			return fmt.Errorf("write iso: %w", err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("stat iso: %w", err)
+		}
+		if st.Size() < MinSize {
+			if err := f.Truncate(MinSize); err != nil {
+				return fmt.Errorf("pad iso: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
 // FromDir reads the files of a Kubernetes volume directory (a ConfigMap, Secret, projected or

@@ -21,6 +21,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/podvirt/podvirt/internal/atomicfile"
 )
 
 // MaxFile bounds one cache file (about 80 KiB for qemu 7.2).
@@ -111,32 +113,9 @@ func Install(dir string, files map[string][]byte, mode os.FileMode) error {
 		if _, err := os.Lstat(path); err == nil {
 			continue
 		}
-		if err := writeAtomically(path, data, mode); err != nil {
+		if err := atomicfile.WriteFile(path, data, mode); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// writeAtomically writes data to path through a new temporary file in the same directory, so that
-// a reader never sees half of it (and two writers never share one).
-func writeAtomically(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
 }
