@@ -121,7 +121,9 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ws, err := console.DialAPI(ctx, o.c.config, o.c.subresourcePath(resourceVMI, o.Name, subv1.Console))
+		dialCtx, cancel := context.WithDeadline(ctx, deadline) // bounds the handshake only
+		ws, err := console.DialAPI(dialCtx, o.c.config, o.c.subresourcePath(resourceVMI, o.Name, subv1.Console))
+		cancel()
 		if err != nil {
 			if err = o.redialable(err, deadline, &waitingFor); err != nil {
 				return err
@@ -179,7 +181,7 @@ func (o *ConsoleOptions) redialable(err error, deadline time.Time, reported *str
 		return timeout(fmt.Errorf("the console of vmi/%s did not answer within %d minutes: %w", o.Name, o.Timeout, err))
 	}
 	if msg := err.Error(); msg != *reported {
-		fmt.Fprintf(o.ErrOut, "\r\nwaiting for the console of vmi/%s to answer: %s\r\n", o.Name, msg)
+		fmt.Fprintf(o.ErrOut, "\r\nwaiting for the console of vmi/%s to answer: %s\r\n", o.Name, printable(msg))
 		*reported = msg
 	}
 	return nil

@@ -43,7 +43,7 @@ func (s *session) run(ctx context.Context, input <-chan []byte, escape byte) err
 			if err != nil {
 				var ce *websocket.CloseError
 				if errors.As(err, &ce) {
-					s.closeReason = ce.Text
+					s.closeReason = printable(ce.Text)
 				} else {
 					s.closeReason = "connection lost: " + err.Error()
 				}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/netutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,14 +57,11 @@ type SubresourceServer struct {
 	perInstance console.Limiter // streams per instance, at most MaxStreamsPerInstance
 }
 
-// Bounds of what callers may hold open on one agent: streams per instance (console viewers, VNC
-// and forwarded connections together) and connections to the port (anything on the Pod network can
-// reach it; a connection that never finishes its TLS handshake holds its slot for at most the
-// server's ReadHeaderTimeout).
-const (
-	MaxStreamsPerInstance = 64
-	MaxConnections        = 1024
-)
+// MaxStreamsPerInstance bounds the streams callers may hold open to one instance on its agent
+// (console viewers, VNC and forwarded connections together). Connections to the port itself are
+// bounded while they handshake (handshakeListener); once through mutual TLS they are virt-api's or
+// another agent's.
+const MaxStreamsPerInstance = 64
 
 // NeedLeaderElection is false: every node agent serves its own node.
 func (s *SubresourceServer) NeedLeaderElection() bool { return false }
@@ -108,9 +104,10 @@ func (s *SubresourceServer) Start(ctx context.Context) error {
 			return fmt.Errorf("listen for subresources on %s: %w", s.Addr, err)
 		}
 	}
-	ln = netutil.LimitListener(ln, MaxConnections)
 	if s.TLSConfig != nil {
-		ln = tls.NewListener(ln, s.TLSConfig)
+		hl := listenTLS(ln, s.TLSConfig)
+		defer hl.Wait() // after the server has closed it
+		ln = hl
 	}
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	log.FromContext(ctx).Info("Serving subresources", "address", ln.Addr().String(), "tls", s.TLSConfig != nil)

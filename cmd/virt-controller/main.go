@@ -14,13 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	"github.com/podvirt/podvirt/controllers"
 	"github.com/podvirt/podvirt/controllers/podtemplate"
+	"github.com/podvirt/podvirt/internal/metricsauth"
 	"github.com/podvirt/podvirt/internal/scheme"
 )
 
@@ -100,7 +100,7 @@ func run() error {
 		Scheme:                  scheme.New(),
 		Controller:              config.Controller{MaxConcurrentReconciles: workers},
 		Cache:                   controllers.CacheOptions(o),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization},
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr, SecureServing: true, FilterProvider: metricsauth.Filter},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "virt-controller.kubevirt.io",

@@ -17,12 +17,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/internal/metricsauth"
 	"github.com/podvirt/podvirt/internal/scheme"
 	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
@@ -121,7 +121,7 @@ func run(args []string) error {
 		Scheme:                 scheme.New(),
 		Cache:                  nodeagent.CacheOptions(o.nodeName),
 		Client:                 nodeagent.ClientOptions(),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization},
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: true, FilterProvider: metricsauth.Filter},
 		HealthProbeBindAddress: o.probeAddr,
 	})
 	if err != nil {

@@ -299,8 +299,9 @@ func (c *Client) ExitStatus() (*launcherv1.Status, error) {
 
 // ReadBeneath reads the file name below dir, a directory someone else (a launcher) can write, as a
 // privileged reader must: no symlink followed and never out of dir (openat2), opened non-blocking so
-// a FIFO cannot hang the caller, refused unless it is a regular file, and refused when it holds more
-// than limit bytes (never read past limit+1). A missing file is fs.ErrNotExist.
+// a FIFO cannot hang the caller, refused unless it is a regular file with one link (not a hard link
+// to a file of the node), and refused when it holds more than limit bytes (never read past limit+1).
+// A missing file is fs.ErrNotExist.
 func ReadBeneath(dir, name string, limit int64) ([]byte, error) {
 	path := filepath.Join(dir, name)
 	fd, err := openBeneath(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
@@ -315,6 +316,9 @@ func ReadBeneath(dir, name string, limit int64) ([]byte, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%s is not a regular file (mode %#o): refused", path, st.Mode&unix.S_IFMT)
+	}
+	if st.Nlink != 1 { // a hard link to a file of the node the launcher may not read
+		return nil, fmt.Errorf("%s has %d links: refused", path, st.Nlink)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	switch {

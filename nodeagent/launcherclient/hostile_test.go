@@ -39,6 +39,7 @@ func TestExitStatusRefusesWhatALauncherPlants(t *testing.T) {
 			defer syscall.Close(fd)
 			return syscall.Bind(fd, &syscall.SockaddrUnix{Name: p})
 		}, "no such device or address"}, // open(2) of a socket: ENXIO
+		{"hard link to a file of the node", func(p string) error { return os.Link(outside, p) }, "has 2 links"},
 		{"oversized file", func(p string) error { return os.WriteFile(p, []byte(strings.Repeat(" ", 1<<20)), 0o600) }, "more than 65536 bytes"},
 		{"forged state that is not JSON", func(p string) error { return os.WriteFile(p, []byte("\x00\xff"), 0o600) }, "decode launcher exit status"},
 	} {
