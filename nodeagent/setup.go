@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -129,7 +130,9 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		},
 	}
 	a.Reconciler.Vouching = a.Heartbeat.Fresh
-	a.Reconciler.Migrations = &Migrations{PeerTLS: cfg.PeerTLS, Log: slog.Default().With("component", "migration-proxy")}
+	// The proxies log through slog (their package needs no controller-runtime); the bridge sends it
+	// to the manager's logger, so the agent writes every line in one format.
+	a.Reconciler.Migrations = &Migrations{PeerTLS: cfg.PeerTLS, Log: slog.New(logr.ToSlogHandler(mgr.GetLogger().WithName("migration-proxy")))}
 	if err := a.Reconciler.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up instance controller: %w", err)
 	}
