@@ -70,7 +70,7 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 		{"migration", (&migration.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(migration.ControllerName), Config: o.Launcher, Clock: o.Clock}).SetupWithManager},
 		{"evacuation", (&migration.EvacuationReconciler{Client: c, Recorder: mgr.GetEventRecorder(migration.ControllerName), Clock: o.Clock}).SetupWithManager},
 		{"replicaset", (&replicaset.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(replicaset.ControllerName), Burst: o.ReplicaSetBurst, Clock: o.Clock}).SetupWithManager},
-		{"nodehealth", (&nodehealth.Reconciler{Client: c, Recorder: mgr.GetEventRecorder(nodehealth.ControllerName), Namespace: o.Namespace, Threshold: o.HeartbeatThreshold, Clock: o.Clock}).SetupWithManager},
+		{"nodehealth", (&nodehealth.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(nodehealth.ControllerName), Namespace: o.Namespace, Threshold: o.HeartbeatThreshold, Clock: o.Clock}).SetupWithManager},
 	}
 	for _, r := range regs {
 		if err := r.setup(mgr); err != nil {

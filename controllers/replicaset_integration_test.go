@@ -119,8 +119,18 @@ func TestStaleHeartbeatFailsInstancesOnTheNode(t *testing.T) {
 		return lease
 	}
 	freshLease := heartbeatAt("node-ok", clk.Now())
-	heartbeatAt("node-lost", clk.Now().Add(-time.Minute))
+	lostLease := heartbeatAt("node-lost", clk.Now().Add(-time.Minute))
+	// The controller judges a heartbeat by when it saw it renewed, by its own clock (the renew time a
+	// minute old says nothing by itself): time passes, node-ok's agent renews, node-lost's does not.
+	update := func(lease *coordinationv1.Lease, change func(*coordinationv1.Lease)) {
+		patch := client.MergeFrom(lease.DeepCopy())
+		change(lease)
+		require.NoError(t, e.Client.Patch(ctx, lease, patch))
+	}
 	eventually(t, "vm-lost: NodeUnresponsive, then replaced", func() bool {
+		clk.SetTime(clk.Now().Add(2 * time.Second))
+		update(freshLease, func(l *coordinationv1.Lease) { l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(clk.Now())) })
+		update(lostLease, func(l *coordinationv1.Lease) { l.Labels = map[string]string{"step": clk.Now().Format("150405")} }) // an event, no renewal
 		kubeletDeletes(t, ns)
 		v := instance(t, ns, "vm-lost")
 		return v != nil && v.UID != lost.UID

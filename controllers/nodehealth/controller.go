@@ -1,7 +1,8 @@
-// Package nodehealth fails the instances on a node whose node agent stopped heart-beating: when the
-// agent's Lease (api/heartbeat/v1) is older than a threshold, every instance on that node that is
-// not final goes Failed with reason NodeUnresponsive and its launcher Pod is deleted, so a
-// VirtualMachine with runStrategy Always comes back elsewhere.
+// Package nodehealth fails the instances on a node whose node agent stopped heart-beating: when this
+// controller has not seen the agent's Lease (api/heartbeat/v1) renewed for a threshold, by its own
+// clock and only counting time it was in contact with the control plane, every instance on that
+// node that is not final goes Failed with reason NodeUnresponsive and its launcher Pod is deleted,
+// so a VirtualMachine with runStrategy Always comes back elsewhere.
 package nodehealth
 
 import (
@@ -36,20 +37,32 @@ const NodeNameIndex = "status.nodeName"
 
 // Reconciler watches the node agents' heartbeat leases.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads uncached: a lease is read again from the apiserver before its node's instances
+	// fail, and Contact probes with it. Nil (unit tests): no re-read, contact always assumed.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Namespace holds the leases.
 	Namespace string
 	// Threshold is how old a heartbeat may get before the node counts as unresponsive.
 	Threshold time.Duration
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+
+	seen    sightings
+	contact *Contact
 }
 
 // SetupWithManager registers the controller for the heartbeat leases in Namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.APIReader != nil {
+		r.contact = &Contact{Reader: r.APIReader, Namespace: r.Namespace, Clock: r.Clock}
+		if err := mgr.Add(r.contact); err != nil {
+			return fmt.Errorf("add the control-plane contact probe: %w", err)
+		}
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
 		if n := o.(*virtv1.VirtualMachineInstance).Status.NodeName; n != "" {
@@ -73,13 +86,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	lease := &coordinationv1.Lease{}
 	if err := r.Client.Get(ctx, req.NamespacedName, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.seen.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	now := r.Clock.Now()
-	if !heartbeatv1.Stale(lease, now, r.Threshold) {
-		// Look again just after the heartbeat would go stale.
-		return ctrl.Result{RequeueAfter: heartbeatv1.LastRenewed(lease).Add(r.Threshold).Sub(now) + time.Second}, nil
+	stale, wait, err := r.stale(ctx, lease)
+	if err != nil || !stale {
+		return ctrl.Result{RequeueAfter: wait}, err
 	}
+	now := r.Clock.Now()
 	node := strings.TrimPrefix(lease.Name, heartbeatv1.LeasePrefix)
 	var vmis virtv1.VirtualMachineInstanceList
 	if err := r.Client.List(ctx, &vmis, client.MatchingFields{NodeNameIndex: node}); err != nil {
@@ -95,6 +111,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return statuspatch.Result(ctrl.Result{}, nil, errors.Join(errs...))
 	}
 	return ctrl.Result{RequeueAfter: r.Threshold}, nil
+}
+
+// stale judges the lease by heartbeatv1.Stale: when this controller saw its renewal change, and since
+// when it has been in contact with the control plane. Before calling it stale it reads the lease
+// again, uncached: a renewal the cache has not delivered yet counts. Not stale: wait is when to look
+// again.
+func (r *Reconciler) stale(ctx context.Context, lease *coordinationv1.Lease) (bool, time.Duration, error) {
+	now := r.Clock.Now()
+	seen := r.seen.see(lease.Name, heartbeatv1.Renewal(lease), now)
+	var since time.Time
+	if r.contact != nil {
+		var ok bool
+		if since, ok = r.contact.Since(); !ok { // cut off: nothing can be judged now
+			return false, ProbeInterval, nil
+		}
+	}
+	if !heartbeatv1.Stale(seen, since, now, r.Threshold) {
+		from := seen
+		if since.After(from) {
+			from = since
+		}
+		return false, from.Add(r.Threshold).Sub(now) + time.Second, nil
+	}
+	if r.APIReader == nil {
+		return true, 0, nil
+	}
+	fresh := &coordinationv1.Lease{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(lease), fresh); err != nil {
+		return false, 0, fmt.Errorf("read heartbeat %s: %w", lease.Name, err)
+	}
+	if heartbeatv1.Renewal(fresh) != heartbeatv1.Renewal(lease) {
+		r.seen.see(lease.Name, heartbeatv1.Renewal(fresh), now)
+		return false, r.Threshold, nil
+	}
+	return true, 0, nil
 }
 
 // failInstance marks one instance Failed (NodeUnresponsive), then removes its launcher Pod. Both

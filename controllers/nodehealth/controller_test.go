@@ -46,10 +46,16 @@ func TestLauncherPodOfAFailedNodeIsDeletedAgain(t *testing.T) {
 			}
 			return c.Delete(ctx, o, opts...)
 		}}).Build()
-	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Namespace: "podvirt", Threshold: time.Minute, Clock: clocktesting.NewFakePassiveClock(now)}
+	clk := clocktesting.NewFakePassiveClock(now)
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Namespace: "podvirt", Threshold: time.Minute, Clock: clk}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(lease)}
 
-	_, err := r.Reconcile(ctx, req)
+	// The renew time an hour old means nothing to this controller: it first sees the lease now.
+	res, err := r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute+time.Second, res.RequeueAfter, "look again once the threshold has passed")
+	clk.SetTime(now.Add(time.Minute + time.Second))
+	_, err = r.Reconcile(ctx, req)
 	require.ErrorContains(t, err, "delete launcher pod of vm")
 	got := &virtv1.VirtualMachineInstance{}
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(vmi), got))
@@ -62,4 +68,60 @@ func TestLauncherPodOfAFailedNodeIsDeletedAgain(t *testing.T) {
 	_, err = r.Reconcile(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, 2, deletes, "nothing left to delete")
+}
+
+// Heartbeats are judged by this controller's clock: a node whose clock is far behind or ahead is
+// neither failed nor spared for it; what counts is when its renewal was seen to change, and only
+// while the controller is in contact with the control plane (an outage gives every node a fresh
+// threshold once contact resumes).
+func TestHeartbeatJudgedByTheObserversClock(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	renewed := func(at time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: heartbeatv1.LeaseName("n1")},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), RenewTime: ptr.To(metav1.NewMicroTime(at))}}
+	}
+	clk := clocktesting.NewFakePassiveClock(now)
+	contact := &Contact{Clock: clk}
+	r := &Reconciler{Threshold: time.Minute, Clock: clk, contact: contact}
+	judge := func(l *coordinationv1.Lease) bool {
+		stale, _, err := r.stale(ctx, l)
+		require.NoError(t, err)
+		return stale
+	}
+
+	contact.record(true, now)
+	skewed := now.Add(-90 * time.Second) // the node's clock is 90 s behind
+	assert.False(t, judge(renewed(skewed)), "a renewal the node stamped 90 s in the past is fresh when seen now")
+	for i := 1; i <= 10; i++ { // renewed every 10 s by the node's clock, seen as it happens
+		clk.SetTime(now.Add(time.Duration(i) * 10 * time.Second))
+		assert.False(t, judge(renewed(skewed.Add(time.Duration(i)*10*time.Second))), "renewing node, renewal %d", i)
+	}
+	last := renewed(skewed.Add(100 * time.Second))
+	clk.SetTime(now.Add(100*time.Second + time.Minute))
+	assert.False(t, judge(last), "at the threshold")
+	clk.SetTime(now.Add(100*time.Second + time.Minute + time.Second))
+	assert.True(t, judge(last), "past the threshold since the last renewal was seen")
+
+	// A node clock far ahead hides nothing.
+	ahead := renewed(now.Add(time.Hour))
+	clk.SetTime(now)
+	r.seen = sightings{}
+	assert.False(t, judge(ahead))
+	clk.SetTime(now.Add(time.Minute + time.Second))
+	assert.True(t, judge(ahead), "a renew time in the future does not keep a silent node alive")
+
+	// The control plane away for 5 minutes: nobody renews, nothing is judged, and every node gets a
+	// full threshold once contact resumes.
+	r.seen = sightings{}
+	clk.SetTime(now)
+	assert.False(t, judge(renewed(now)))
+	contact.record(false, now.Add(time.Second))
+	clk.SetTime(now.Add(5 * time.Minute))
+	assert.False(t, judge(renewed(now)), "no contact: not judged")
+	contact.record(true, now.Add(5*time.Minute))
+	clk.SetTime(now.Add(5*time.Minute + 30*time.Second))
+	assert.False(t, judge(renewed(now)), "30 s after contact resumed, within the threshold")
+	clk.SetTime(now.Add(6*time.Minute + time.Second))
+	assert.True(t, judge(renewed(now)), "a threshold after contact resumed and still no renewal")
 }

@@ -1,13 +1,14 @@
 // Package v1 (imported as heartbeatv1) is the node agent's heartbeat contract: a coordination.k8s.io/v1
 // Lease per node that the agent renews while it runs, and the project's default namespace. The controllers import it to find a node's lease and to decide whether the
 // node agent there is still alive (VMIs on a node whose lease went stale are failed with reason
-// NodeUnresponsive). It is pure: names, durations and a staleness check, no client.
+// NodeUnresponsive). It is pure: names, durations and the staleness rule, no client.
 package v1
 
 import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 )
@@ -39,21 +40,35 @@ const (
 // LeaseName is the name of the heartbeat lease of the node agent on node.
 func LeaseName(node string) string { return LeasePrefix + node }
 
-// LastRenewed is when the lease was last renewed (or acquired, if never renewed); zero if neither is set.
-func LastRenewed(lease *coordinationv1.Lease) time.Time {
+// Renewal identifies the lease's last renewal (its renew time, else its acquire time, as the agent
+// wrote them, and the holder); "" if it was never renewed. The agent's clock is not to be compared
+// with anyone else's: an observer judges a heartbeat by when it saw Renewal change (Stale).
+func Renewal(lease *coordinationv1.Lease) string {
+	var at *metav1.MicroTime
 	switch {
 	case lease.Spec.RenewTime != nil:
-		return lease.Spec.RenewTime.Time
+		at = lease.Spec.RenewTime
 	case lease.Spec.AcquireTime != nil:
-		return lease.Spec.AcquireTime.Time
+		at = lease.Spec.AcquireTime
 	default:
-		return time.Time{}
+		return ""
 	}
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	return holder + "@" + at.UTC().Format(time.RFC3339Nano)
 }
 
-// Stale reports whether the lease was not renewed within threshold before now. A lease without any
-// renewal time is stale. Controllers typically use LeaseDuration as the threshold.
-func Stale(lease *coordinationv1.Lease, now time.Time, threshold time.Duration) bool {
-	last := LastRenewed(lease)
-	return last.IsZero() || now.Sub(last) > threshold
+// Stale is the staleness rule, judged by the observer's own clock: a heartbeat is stale when more
+// than threshold has passed since the observer last saw its Renewal change (seen) and since the
+// observer's own contact with the control plane last resumed (contactSince; zero: never lost). So
+// clock skew between node and observer changes nothing, and after a control-plane outage or an
+// observer's restart every node gets a full threshold to renew again.
+func Stale(seen, contactSince, now time.Time, threshold time.Duration) bool {
+	from := seen
+	if contactSince.After(from) {
+		from = contactSince
+	}
+	return now.Sub(from) > threshold
 }

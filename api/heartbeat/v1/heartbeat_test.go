@@ -16,27 +16,38 @@ func TestLeaseName(t *testing.T) {
 	}
 }
 
+// The rule uses the observer's clock only: how old the node's own renew time is does not matter,
+// only when the observer saw it change and when its own contact last resumed.
 func TestStale(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) *metav1.MicroTime { m := metav1.NewMicroTime(now.Add(-d)); return &m }
-	cases := []struct {
-		name  string
-		spec  coordinationv1.LeaseSpec
-		stale bool
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	for _, tc := range []struct {
+		name          string
+		seen, contact time.Time
+		stale         bool
 	}{
-		{"never renewed", coordinationv1.LeaseSpec{}, true},
-		{"renewed just now", coordinationv1.LeaseSpec{RenewTime: at(0)}, false},
-		{"renewed within threshold", coordinationv1.LeaseSpec{RenewTime: at(39 * time.Second)}, false},
-		{"renewed past threshold", coordinationv1.LeaseSpec{RenewTime: at(41 * time.Second)}, true},
-		{"acquired only, recent", coordinationv1.LeaseSpec{AcquireTime: at(5 * time.Second)}, false},
-		{"renew time wins over acquire time", coordinationv1.LeaseSpec{AcquireTime: at(0), RenewTime: at(time.Minute)}, true},
+		{"renewal seen just now", ago(0), time.Time{}, false},
+		{"renewal seen within the threshold", ago(39 * time.Second), time.Time{}, false},
+		{"renewal seen past the threshold", ago(41 * time.Second), time.Time{}, true},
+		{"old renewal, but contact resumed recently (an outage)", ago(5 * time.Minute), ago(10 * time.Second), false},
+		{"old renewal, contact back for longer than the threshold", ago(5 * time.Minute), ago(41 * time.Second), true},
+	} {
+		if got := heartbeatv1.Stale(tc.seen, tc.contact, now, heartbeatv1.LeaseDuration); got != tc.stale {
+			t.Errorf("%s: Stale = %v, want %v", tc.name, got, tc.stale)
+		}
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			lease := &coordinationv1.Lease{Spec: tc.spec}
-			if got := heartbeatv1.Stale(lease, now, heartbeatv1.LeaseDuration); got != tc.stale {
-				t.Fatalf("Stale = %v, want %v", got, tc.stale)
-			}
-		})
+}
+
+func TestRenewal(t *testing.T) {
+	at := func(s int) *metav1.MicroTime { m := metav1.NewMicroTime(time.Date(2026, 1, 1, 12, 0, s, 0, time.UTC)); return &m }
+	holder := func(s string) *string { return &s }
+	if got := heartbeatv1.Renewal(&coordinationv1.Lease{}); got != "" {
+		t.Errorf("never renewed: %q", got)
+	}
+	a := heartbeatv1.Renewal(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: holder("p1"), RenewTime: at(1), AcquireTime: at(0)}})
+	b := heartbeatv1.Renewal(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: holder("p1"), RenewTime: at(2), AcquireTime: at(0)}})
+	c := heartbeatv1.Renewal(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: holder("p2"), RenewTime: at(1)}})
+	if a == b || a == c || a == "" {
+		t.Errorf("renewals must differ by renew time and holder: %q %q %q", a, b, c)
 	}
 }
