@@ -11,13 +11,15 @@ import (
 
 // Bounds of the TLS handshakes the agent's port (reachable from every Pod) takes on: a connection
 // that does not finish its handshake within HandshakeTimeout is dropped, and one address may have
-// at most MaxHandshakesPerAddress under way (MaxHandshakes in all); more are closed at once. So
-// connections that never finish their handshake cost their sender, not virt-api or the agents of
-// other nodes, whose connections complete and are then bounded by the stream limits.
+// at most MaxHandshakesPerAddress under way; more are closed at once. Past MaxHandshakes in all, only
+// an address with none under way gets one (up to MaxHandshakesHard), so many senders cannot lock out
+// virt-api or another node's agent either. Connections that never finish their handshake cost
+// their senders; those that complete are virt-api's or an agent's, bounded by the stream limits.
 const (
 	HandshakeTimeout        = 5 * time.Second
 	MaxHandshakesPerAddress = 16
 	MaxHandshakes           = 256
+	MaxHandshakesHard       = 4096
 )
 
 // handshakeListener is a TLS listener that completes each connection's handshake (within the bounds
@@ -47,23 +49,27 @@ func listenTLS(ln net.Listener, cfg *tls.Config) *handshakeListener {
 	return l
 }
 
+// acceptLoop accepts until Close; an error of the moment (out of file descriptors, a connection
+// reset before Accept) is retried after a growing pause, as http.Server does.
 func (l *handshakeListener) acceptLoop() {
 	defer l.wg.Done()
+	pause := 5 * time.Millisecond
 	for {
 		raw, err := l.inner.Accept()
 		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				_ = l.Close()
+				return
+			}
 			select {
 			case <-l.done:
 				return
-			default:
+			case <-time.After(pause):
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			_ = l.Close()
-			return
+			pause = min(2*pause, time.Second)
+			continue
 		}
+		pause = 5 * time.Millisecond
 		host, _, _ := net.SplitHostPort(raw.RemoteAddr().String())
 		if !l.admit(host) {
 			_ = raw.Close()
@@ -78,7 +84,8 @@ func (l *handshakeListener) acceptLoop() {
 func (l *handshakeListener) admit(host string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending[host] >= MaxHandshakesPerAddress || l.total >= MaxHandshakes {
+	n := l.pending[host]
+	if n >= MaxHandshakesPerAddress || l.total >= MaxHandshakesHard || (l.total >= MaxHandshakes && n > 0) {
 		return false
 	}
 	l.pending[host]++

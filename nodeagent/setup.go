@@ -159,7 +159,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
 		a.Subresources = &SubresourceServer{
 			Addr: cfg.SubresourceAddr, Listener: cfg.SubresourceListener, Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
-			TLSConfig: cfg.SubresourceTLS,
+			TLSConfig: cfg.SubresourceTLS, Vouching: a.Heartbeat.Fresh,
 		}
 		if err := mgr.Add(a.Subresources); err != nil {
 			return nil, fmt.Errorf("add subresource server: %w", err)

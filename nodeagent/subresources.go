@@ -53,6 +53,10 @@ type SubresourceServer struct {
 	TLSConfig *tls.Config
 	// Consoles shares each guest's serial console among its viewers.
 	Consoles console.Hub
+	// Vouching reports whether the agent still vouches for its launchers (Reconciler.Vouching): a
+	// pause or unpause asks the launcher for its status, which would vouch for the guest of an
+	// agent cut off from the control plane; such calls answer 503 instead. Nil: always.
+	Vouching func() bool
 
 	perInstance console.Limiter // streams per instance, at most MaxStreamsPerInstance
 }
@@ -139,6 +143,10 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state 
 	vmi, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
 	if code != http.StatusOK {
 		writeError(w, code, msg)
+		return
+	}
+	if s.Vouching != nil && !s.Vouching() {
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the node agent on %s has lost the control plane: its guests are not driven until it is back", s.NodeName))
 		return
 	}
 	l := s.Dial(pod)

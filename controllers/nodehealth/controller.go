@@ -141,8 +141,8 @@ func (r *Reconciler) stale(ctx context.Context, lease *coordinationv1.Lease) (bo
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(lease), fresh); err != nil {
 		return false, 0, fmt.Errorf("read heartbeat %s: %w", lease.Name, err)
 	}
-	if heartbeatv1.Renewal(fresh) != heartbeatv1.Renewal(lease) {
-		r.seen.see(lease.Name, heartbeatv1.Renewal(fresh), now)
+	if heartbeatv1.Renewal(fresh) != heartbeatv1.Renewal(lease) { // seen now, after the read: never before it happened
+		r.seen.see(lease.Name, heartbeatv1.Renewal(fresh), r.Clock.Now())
 		return false, r.Threshold, nil
 	}
 	return true, 0, nil

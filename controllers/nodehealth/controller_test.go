@@ -117,6 +117,11 @@ func TestHeartbeatJudgedByTheObserversClock(t *testing.T) {
 	clk.SetTime(now)
 	assert.False(t, judge(renewed(now)))
 	contact.record(false, now.Add(time.Second))
+	_, ok := contact.Since()
+	assert.True(t, ok, "one failed probe is not an outage")
+	for range ProbeFailures - 1 {
+		contact.record(false, now.Add(2*time.Second))
+	}
 	clk.SetTime(now.Add(5 * time.Minute))
 	assert.False(t, judge(renewed(now)), "no contact: not judged")
 	contact.record(true, now.Add(5*time.Minute))
@@ -124,4 +129,15 @@ func TestHeartbeatJudgedByTheObserversClock(t *testing.T) {
 	assert.False(t, judge(renewed(now)), "30 s after contact resumed, within the threshold")
 	clk.SetTime(now.Add(6*time.Minute + time.Second))
 	assert.True(t, judge(renewed(now)), "a threshold after contact resumed and still no renewal")
+}
+
+// A cache that lags behind the uncached read presents the previous renewal again: that is not a new
+// renewal (it would otherwise flip the sighting for ever and hide a dead node).
+func TestSightingsDoNotGoBack(t *testing.T) {
+	var s sightings
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	assert.Equal(t, t0, s.see("l", "r1", t0))
+	assert.Equal(t, t0.Add(time.Second), s.see("l", "r2", t0.Add(time.Second)))
+	assert.Equal(t, t0.Add(time.Second), s.see("l", "r1", t0.Add(2*time.Second)), "the previous renewal again")
+	assert.Equal(t, t0.Add(3*time.Second), s.see("l", "r3", t0.Add(3*time.Second)))
 }

@@ -19,21 +19,24 @@ type sightings struct {
 }
 
 type sighting struct {
-	renewal string
-	at      time.Time
+	renewal, previous string
+	at                time.Time
 }
 
-// see records lease's renewal as observed at now, and returns when it was first seen as it is.
+// see records lease's renewal as observed at now, and returns when it was first seen as it is. The
+// renewal before the last one is not taken for a new one: a cache that lags behind an uncached read
+// must not move the sighting back and forth.
 func (s *sightings) see(lease, renewal string, now time.Time) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil {
 		s.last = map[string]sighting{}
 	}
-	if old, ok := s.last[lease]; ok && old.renewal == renewal {
+	old, ok := s.last[lease]
+	if ok && (old.renewal == renewal || old.previous == renewal) {
 		return old.at
 	}
-	s.last[lease] = sighting{renewal: renewal, at: now}
+	s.last[lease] = sighting{renewal: renewal, previous: old.renewal, at: now}
 	return now
 }
 
@@ -45,9 +48,9 @@ func (s *sightings) forget(lease string) {
 }
 
 // Contact probes the control plane every ProbeInterval with an uncached read and records when the
-// current run of uninterrupted contact began: after a failed probe a new run begins at the next
-// success. Heartbeats are not judged across a time this controller could not see them (a failed
-// probe only ever delays a failover, which is the safe direction).
+// current run of contact began: after ProbeFailures probes in a row fail, a new run begins at the
+// next success (one slow probe under load is not an outage). Heartbeats are not judged across a time
+// this controller could not see them (a lost contact only ever delays a failover, the safe direction).
 type Contact struct {
 	// Reader reads uncached (the manager's API reader).
 	Reader client.Reader
@@ -56,12 +59,17 @@ type Contact struct {
 	// Clock tells the time.
 	Clock clock.PassiveClock
 
-	mu    sync.Mutex
-	since time.Time // zero: no contact now
+	mu       sync.Mutex
+	since    time.Time // zero: no contact now
+	failures int       // probes failed in a row
 }
 
-// ProbeInterval is how often Contact probes; each probe is bounded by it too.
-const ProbeInterval = 2 * time.Second
+// ProbeInterval is how often Contact probes; each probe is bounded by it too. ProbeFailures probes
+// failed in a row count as lost contact.
+const (
+	ProbeInterval = 2 * time.Second
+	ProbeFailures = 3
+)
 
 // Start probes until ctx ends (a manager Runnable, on every replica).
 func (c *Contact) Start(ctx context.Context) error {
@@ -93,9 +101,13 @@ func (c *Contact) record(ok bool, now time.Time) {
 	defer c.mu.Unlock()
 	switch {
 	case !ok:
-		c.since = time.Time{}
+		if c.failures++; c.failures >= ProbeFailures {
+			c.since = time.Time{}
+		}
 	case c.since.IsZero():
-		c.since = now
+		c.since, c.failures = now, 0
+	default:
+		c.failures = 0
 	}
 }
 

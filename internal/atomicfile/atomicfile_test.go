@@ -50,3 +50,17 @@ func TestConcurrentWritersDoNotShareATemporaryFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, []string{"aaaaaaaa", "bbbbbbbb"}, string(got))
 }
+
+// A fill that panics leaves neither a temporary file nor a changed path.
+func TestWritePanickingFillLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x")
+	require.NoError(t, WriteFile(path, []byte("old"), 0o644, Volatile))
+	assert.Panics(t, func() { _ = Write(path, 0o644, func(*os.File) error { panic("boom") }) })
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(got))
+}

@@ -12,15 +12,18 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// ReviewQPS and ReviewBurst bound the reviews one component asks of the kube-apiserver (results are
-// cached per token for a minute).
+// ReviewQPS and ReviewBurst bound the reviews one component asks of the kube-apiserver, TokenReviews
+// and SubjectAccessReviews together (results are cached per token for a minute); at most
+// MaxPending requests wait for one, more are answered 429 at once.
 const (
 	ReviewQPS   = 5
 	ReviewBurst = 10
+	MaxPending  = 16
 )
 
 // maxToken bounds a bearer token's length (a ServiceAccount token is about 1 KiB).
@@ -29,7 +32,7 @@ const maxToken = 16 << 10
 // Filter is a metricsserver.FilterProvider: see the package comment.
 func Filter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
 	throttled := rest.CopyConfig(cfg)
-	throttled.QPS, throttled.Burst = ReviewQPS, ReviewBurst
+	throttled.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(ReviewQPS, ReviewBurst) // shared by both review clients
 	inner, err := filters.WithAuthenticationAndAuthorization(throttled, hc)
 	if err != nil {
 		return nil, err
@@ -39,9 +42,17 @@ func Filter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
 		if err != nil {
 			return nil, err
 		}
+		pending := make(chan struct{}, MaxPending)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !tokenShaped(r.Header.Get("Authorization")) {
 				http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
+				return
+			}
+			select {
+			case pending <- struct{}{}:
+				defer func() { <-pending }()
+			default:
+				http.Error(w, "Too many requests waiting for review", http.StatusTooManyRequests)
 				return
 			}
 			reviewed.ServeHTTP(w, r)
@@ -50,10 +61,11 @@ func Filter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
 }
 
 // tokenShaped reports whether an Authorization header carries a bearer value shaped like a JWT
-// (three dot-separated base64url parts, bounded), the only tokens a TokenReview can accept.
+// (three dot-separated base64url parts, bounded): ServiceAccount and OIDC tokens. Opaque tokens
+// (bootstrap tokens, a webhook authenticator's) are refused here: scrape with a ServiceAccount.
 func tokenShaped(header string) bool {
-	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || len(token) > maxToken {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || len(token) > maxToken {
 		return false
 	}
 	parts := strings.Split(token, ".")

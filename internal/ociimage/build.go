@@ -60,7 +60,7 @@ func buildImage(spec Spec, tmp string) (v1.Image, error) {
 			return nil, err
 		}
 		p := filepath.Join(tmp, fmt.Sprintf("layer-%d.tar", i))
-		if err := atomicfile.Write(p, 0o644, func(f *os.File) error { return writeLayerTar(f, entries) }); err != nil {
+		if err := atomicfile.Write(p, 0o644, func(f *os.File) error { return writeLayerTar(f, entries) }, atomicfile.Volatile); err != nil {
 			return nil, fmt.Errorf("--layer %q: %w", l.Src, err)
 		}
 		layer, err := tarball.LayerFromFile(p, tarball.WithMediaType(types.OCILayer))

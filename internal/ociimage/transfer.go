@@ -143,7 +143,7 @@ func untar(file, dir string) error {
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				return err
 			}
-			if err := atomicfile.Write(p, 0o644, func(f *os.File) error { _, err := io.Copy(f, tr); return err }); err != nil {
+			if err := atomicfile.Write(p, 0o644, func(f *os.File) error { _, err := io.Copy(f, tr); return err }, atomicfile.Volatile); err != nil {
 				return fmt.Errorf("%s: extract %s: %w", file, hdr.Name, err)
 			}
 		}

@@ -228,7 +228,7 @@ func (g *guest) heard(next http.Handler) http.Handler {
 			g.lastHeard.Store(time.Now().UnixNano())
 		}
 		next.ServeHTTP(w, r)
-		if vouches {
+		if vouches && r.Context().Err() == nil { // the agent still waits for the answer (it gave up: no vouching)
 			g.lastHeard.Store(time.Now().UnixNano())
 		}
 	})

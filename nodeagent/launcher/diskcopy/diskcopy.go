@@ -45,7 +45,7 @@ func Copy(src, dst string) (string, error) {
 			err = tmp.Truncate(size)
 		}
 		return err
-	})
+	}, atomicfile.Volatile) // lives as long as its Pod
 	if err != nil {
 		return "", fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}

@@ -67,7 +67,7 @@ func Write(path, label string, files []File) (err error) {
 			}
 		}
 		return nil
-	})
+	}, atomicfile.Volatile) // rebuilt by every start
 }
 
 // FromDir reads the files of a Kubernetes volume directory (a ConfigMap, Secret, projected or

@@ -113,7 +113,7 @@ func Install(dir string, files map[string][]byte, mode os.FileMode) error {
 		if _, err := os.Lstat(path); err == nil {
 			continue
 		}
-		if err := atomicfile.WriteFile(path, data, mode); err != nil {
+		if err := atomicfile.WriteFile(path, data, mode, atomicfile.Volatile); err != nil { // a cache: probed again if lost
 			return err
 		}
 	}
