@@ -39,7 +39,10 @@ func TestStale(t *testing.T) {
 }
 
 func TestRenewal(t *testing.T) {
-	at := func(s int) *metav1.MicroTime { m := metav1.NewMicroTime(time.Date(2026, 1, 1, 12, 0, s, 0, time.UTC)); return &m }
+	at := func(s int) *metav1.MicroTime {
+		m := metav1.NewMicroTime(time.Date(2026, 1, 1, 12, 0, s, 0, time.UTC))
+		return &m
+	}
 	holder := func(s string) *string { return &s }
 	if got := heartbeatv1.Renewal(&coordinationv1.Lease{}); got != "" {
 		t.Errorf("never renewed: %q", got)
