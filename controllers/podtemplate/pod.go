@@ -56,12 +56,16 @@ func TargetPodName(vmi *virtv1.VirtualMachineInstance, migrationUID string) stri
 func podName(name, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	suffix := hex.EncodeToString(sum[:])[:5]
-	const prefix, max = "virt-launcher-", 63
-	if room := max - len(prefix) - 1 - len(suffix); len(name) > room {
+	const max = 63
+	if room := max - len(PodNamePrefix) - 1 - len(suffix); len(name) > room {
 		name = name[:room]
 	}
-	return prefix + name + "-" + suffix
+	return PodNamePrefix + name + "-" + suffix
 }
+
+// PodNamePrefix starts every launcher Pod's name (KubeVirt's): the eviction webhook's match condition
+// (install/virt-api/webhooks.yaml) selects launcher Pods by it.
+const PodNamePrefix = "virt-launcher-"
 
 // PersistentStateClaim names the claim that keeps an instance's state across restarts (a persistent
 // TPM's, persistent EFI variables): KubeVirt's name. A VM's instances share their VM's name, so each start finds it again.
