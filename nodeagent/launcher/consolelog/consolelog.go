@@ -16,6 +16,11 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/launcher/lifetime"
 )
 
+// MaxSerialLog bounds serial0.log in the Pod's private directory: once Follow has copied this much to
+// its output (where the kubelet keeps and rotates it) and nothing more has arrived, it empties the
+// file, which qemu appends to (O_APPEND), so a guest writing without end cannot fill the node's disk.
+const MaxSerialLog = 1 << 20
+
 // Follow copies privateDir/serial0.log to w as it grows, from its start, until the launcher has ended,
 // and then copies what is left. When ctx ends first (the Pod is being deleted and every container got
 // SIGTERM) it keeps following while the launcher runs, so the guest's shutdown is in the log; it
@@ -37,7 +42,7 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 		ended := launcher.Ended()
 		if f == nil {
 			var err error
-			f, err = os.Open(logPath)
+			f, err = os.OpenFile(logPath, os.O_RDWR, 0) // read, and emptied by rotate
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("open serial log: %w", err)
 			}
@@ -45,6 +50,9 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 		if f != nil {
 			if _, err := io.Copy(w, f); err != nil {
 				return fmt.Errorf("copy serial log: %w", err)
+			}
+			if err := rotate(f); err != nil {
+				return err
 			}
 		}
 		if ended {
@@ -67,4 +75,22 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 		case <-tick.C:
 		}
 	}
+}
+
+// rotate empties the log once MaxSerialLog of it has been copied and nothing more has arrived since
+// (what the guest writes between the look and the truncation, microseconds, is lost).
+func rotate(f *os.File) error {
+	pos, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || pos < MaxSerialLog {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil || st.Size() != pos { // more arrived: copy it first
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("rotate serial log: %w", err)
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	return err
 }

@@ -3,6 +3,7 @@ package consolelog_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -174,5 +175,39 @@ func TestFollowOutlivesSIGTERMWhileTheLauncherRuns(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Follow did not return after the exit file appeared")
+	}
+}
+
+// A guest that writes without end cannot fill the node's disk: the follower empties serial0.log once
+// it has copied MaxSerialLog of it, and the output still has every byte in order.
+func TestFollowRotatesTheSerialLog(t *testing.T) {
+	dir := t.TempDir()
+	var out syncBuffer
+	errc := make(chan error, 1)
+	go func() { errc <- consolelog.Follow(context.Background(), dir, &out, 5*time.Millisecond) }()
+	logPath := filepath.Join(dir, launcherv1.SerialLog)
+	line := strings.Repeat("x", 1023) + "\n"
+	var want strings.Builder
+	for i := range 3 * consolelog.MaxSerialLog / len(line) {
+		chunk := fmt.Sprintf("%07d", i) + line[7:]
+		appendTo(t, logPath, chunk)
+		want.WriteString(chunk)
+		if i%256 == 255 { // let the follower catch up now and then, as a guest's pace would
+			waitFor(t, "the follower catches up", func() bool { return out.String() == want.String() })
+		}
+	}
+	waitFor(t, "everything copied", func() bool { return out.String() == want.String() })
+	waitFor(t, "the log emptied", func() bool {
+		st, err := os.Stat(logPath)
+		return err == nil && st.Size() < consolelog.MaxSerialLog
+	})
+	if err := os.WriteFile(filepath.Join(dir, launcherv1.ExitFile), []byte(`{"state":"Shutoff"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Fatalf("output differs: %d bytes, want %d", len(out.String()), want.Len())
 	}
 }
