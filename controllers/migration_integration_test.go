@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/controllers/migration"
 	"github.com/podvirt/podvirt/controllers/podtemplate"
 	"github.com/podvirt/podvirt/controllers/vmi"
 	"github.com/podvirt/podvirt/internal/testenv"
@@ -245,5 +248,28 @@ func TestDeletingAMigrationAbortsIt(t *testing.T) {
 	eventually(t, "aborted migration gone", func() bool {
 		_, exists := get(t, &virtv1.VirtualMachineInstanceMigration{}, ns, "late")
 		return !exists
+	})
+}
+
+// Ended migrations are garbage-collected: an instance keeps its FinishedToKeep newest.
+func TestEndedMigrationsAreCollected(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	startControllers(t, ns)
+	ctx := context.Background()
+	for i := range migration.FinishedToKeep + 2 { // for an instance that does not exist: each fails at once
+		require.NoError(t, e.Client.Create(ctx, newMigration(ns, fmt.Sprintf("m%d", i), "ghost")))
+	}
+	eventually(t, "only the newest ended migrations are left", func() bool {
+		var list virtv1.VirtualMachineInstanceMigrationList
+		require.NoError(t, e.Client.List(ctx, &list, client.InNamespace(ns)))
+		ended := 0
+		for _, m := range list.Items {
+			if m.Status.Phase != virtv1.MigrationFailed {
+				return false
+			}
+			ended++
+		}
+		return ended == migration.FinishedToKeep
 	})
 }

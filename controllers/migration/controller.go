@@ -132,7 +132,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err := r.removeFailedTarget(ctx, m, nil); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.release(ctx, m)
+		if err := r.release(ctx, m); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.collect(ctx, m)
 	}
 	if m.Status.Phase == "" {
 		m.Status.Phase = virtv1.MigrationPending
