@@ -20,8 +20,8 @@ import (
 // instance of that name).
 type ActionOptions struct {
 	genericiooptions.IOStreams
-	kube *genericclioptions.ConfigFlags
-	sub  string
+	clientSource
+	sub string
 	// kinds says whether the command takes "vm|vmi NAME" (true) or just NAME.
 	kinds bool
 
@@ -34,7 +34,7 @@ type ActionOptions struct {
 }
 
 func newActionCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, sub string, kinds bool, short string) *cobra.Command {
-	o := &ActionOptions{IOStreams: streams, kube: kube, sub: sub, kinds: kinds}
+	o := &ActionOptions{IOStreams: streams, clientSource: clientSource{kube: kube}, sub: sub, kinds: kinds}
 	use, args := sub+" NAME", cobra.ExactArgs(1)
 	if kinds {
 		use, args = sub+" (vm|vmi) NAME", cobra.ExactArgs(2)
@@ -92,7 +92,7 @@ func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Run makes the call.
 func (o *ActionOptions) Run(ctx context.Context) error {
-	c, err := newClients(o.kube)
+	c, err := o.connect()
 	if err != nil {
 		return err
 	}

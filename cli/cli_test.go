@@ -210,19 +210,19 @@ func TestSSHAndSCPUseTheLocalClientThroughPortForward(t *testing.T) {
 	self, err := os.Executable()
 	require.NoError(t, err)
 
-	o := &SSHOptions{kube: kube, Port: 22, IdentityFile: "/id", Command: "uname -a", flagArgs: []string{"--kubeconfig=/k/config", "--as=alice"}}
+	o := &SSHOptions{clientSource: clientSource{kube: kube}, Port: 22, IdentityFile: "/id", Command: "uname -a", flagArgs: []string{"--kubeconfig=/k/config", "--as=alice"}}
 	require.NoError(t, o.Complete(sshCmd, []string{"fedora@vm/web"}))
 	assert.Equal(t, []string{"-o", "ProxyCommand=" + shellQuote(self) + " port-forward --stdio --kubeconfig=/k/config --as=alice vm/web.ns1 22",
 		"-o", "HostKeyAlias=vm.web.ns1", "-p", "22", "-i", "/id", "fedora@vm.web.ns1", "uname -a"}, o.args)
 
-	o = &SSHOptions{kube: kube, Port: 2222, scp: true, Recursive: true, flagArgs: []string{"--kubeconfig=/k/config"}}
+	o = &SSHOptions{clientSource: clientSource{kube: kube}, Port: 2222, scp: true, Recursive: true, flagArgs: []string{"--kubeconfig=/k/config"}}
 	require.NoError(t, o.Complete(scpCmd, []string{"./dir", "root@vmi/db.other:/tmp/"}))
 	assert.Equal(t, []string{"-r", "-o", "ProxyCommand=" + shellQuote(self) + " port-forward --stdio --kubeconfig=/k/config vmi/db.other 2222",
 		"-o", "HostKeyAlias=vmi.db.other", "-P", "2222", "./dir", "root@vmi.db.other:/tmp/"}, o.args)
 
-	assert.ErrorContains(t, (&SSHOptions{kube: kube, Port: 22, scp: true}).Complete(scpCmd, []string{"a", "b"}),
+	assert.ErrorContains(t, (&SSHOptions{clientSource: clientSource{kube: kube}, Port: 22, scp: true}).Complete(scpCmd, []string{"a", "b"}),
 		"one of SOURCE and DESTINATION must be remote")
-	assert.ErrorContains(t, (&SSHOptions{kube: kube, Port: 22}).Complete(sshCmd, []string{"web"}),
+	assert.ErrorContains(t, (&SSHOptions{clientSource: clientSource{kube: kube}, Port: 22}).Complete(sshCmd, []string{"web"}),
 		`"web": name the VM as vm/NAME or vmi/NAME`)
 	assert.Equal(t, `'a b'`, shellQuote("a b"))
 }

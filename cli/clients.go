@@ -65,9 +65,25 @@ func newClients(kube *genericclioptions.ConfigFlags) (*clients, error) {
 	return &clients{namespace: ns, config: cfg, client: c, rest: cs.Discovery().RESTClient(), kube: cs}, nil
 }
 
-// clientsFor is newClients in the target's namespace when it names one (vm/NAME.NAMESPACE).
-func clientsFor(kube *genericclioptions.ConfigFlags, t target) (*clients, error) {
-	c, err := newClients(kube)
+// clientSource is how a command reaches the cluster: the kubeconfig flags, and the factory that makes
+// its clients (the kubeconfig's, unless a test gave the command fake ones). Commands take their
+// clients from it in Run, after their flags are validated.
+type clientSource struct {
+	kube    *genericclioptions.ConfigFlags
+	factory func() (*clients, error)
+}
+
+// connect makes the command's clients.
+func (s *clientSource) connect() (*clients, error) {
+	if s.factory == nil {
+		s.factory = func() (*clients, error) { return newClients(s.kube) }
+	}
+	return s.factory()
+}
+
+// connectTo is connect in the target's namespace when it names one (vm/NAME.NAMESPACE).
+func (s *clientSource) connectTo(t target) (*clients, error) {
+	c, err := s.connect()
 	if err == nil && t.namespace != "" {
 		c.namespace = t.namespace
 	}

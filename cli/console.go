@@ -27,7 +27,7 @@ import (
 // the guest's output to stdout, done at stdin's end or once --expect matches.
 type ConsoleOptions struct {
 	genericiooptions.IOStreams
-	kube *genericclioptions.ConfigFlags
+	clientSource
 
 	Name string
 	// Timeout (minutes, as KubeVirt's virtctl) bounds waiting for the instance to run and --expect.
@@ -41,7 +41,7 @@ type ConsoleOptions struct {
 }
 
 func newConsoleCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ConsoleOptions{IOStreams: streams, kube: kube}
+	o := &ConsoleOptions{IOStreams: streams, clientSource: clientSource{kube: kube}}
 	cmd := &cobra.Command{
 		Use:   "console NAME",
 		Short: "Connect to the serial console of a virtual machine instance",
@@ -104,7 +104,7 @@ func parseEscape(s string) (byte, error) {
 // reconnected while the instance still runs. --timeout bounds the waits and --expect, never an
 // interactive session.
 func (o *ConsoleOptions) Run(ctx context.Context) error {
-	c, err := newClients(o.kube)
+	c, err := o.connect()
 	if err != nil {
 		return err
 	}

@@ -29,13 +29,13 @@ import (
 // DashboardOptions is `dashboard`: the terminal UI of the namespace's VMs (or all, -A).
 type DashboardOptions struct {
 	genericiooptions.IOStreams
-	kube          *genericclioptions.ConfigFlags
+	clientSource
 	AllNamespaces bool
 	flagArgs      []string // the kubeconfig flags given, for the console it starts
 }
 
 func newDashboardCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &DashboardOptions{IOStreams: streams, kube: kube}
+	o := &DashboardOptions{IOStreams: streams, clientSource: clientSource{kube: kube}}
 	cmd := &cobra.Command{
 		Use:     "dashboard",
 		Short:   "Watch and drive VMs in an interactive terminal dashboard",
@@ -52,7 +52,7 @@ func newDashboardCommand(kube *genericclioptions.ConfigFlags, streams genericioo
 
 // Run shows the dashboard until the user quits; the watches and VNC proxies end with it.
 func (o *DashboardOptions) Run(ctx context.Context) error {
-	c, err := newClients(o.kube)
+	c, err := o.connect()
 	if err != nil {
 		return err
 	}

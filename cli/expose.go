@@ -24,7 +24,7 @@ import (
 // its own selector; --selector replaces either.
 type ExposeOptions struct {
 	genericiooptions.IOStreams
-	kube *genericclioptions.ConfigFlags
+	clientSource
 
 	Kind, Name  string
 	ServiceName string
@@ -37,7 +37,7 @@ type ExposeOptions struct {
 }
 
 func newExposeCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ExposeOptions{IOStreams: streams, kube: kube}
+	o := &ExposeOptions{IOStreams: streams, clientSource: clientSource{kube: kube}}
 	cmd := &cobra.Command{
 		Use:     "expose (vm|vmi|vmirs) NAME --port PORT",
 		Short:   "Expose a virtual machine's port as a Service",
@@ -87,7 +87,7 @@ func (o *ExposeOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Run reads the object (it must exist), builds the Service and creates it.
 func (o *ExposeOptions) Run(ctx context.Context) error {
-	c, err := newClients(o.kube)
+	c, err := o.connect()
 	if err != nil {
 		return err
 	}

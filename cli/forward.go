@@ -82,7 +82,7 @@ func parsePortPair(s string) (portPair, error) {
 // stdin/stdout) carried to the guest's ports over websockets through the API.
 type PortForwardOptions struct {
 	genericiooptions.IOStreams
-	kube *genericclioptions.ConfigFlags
+	clientSource
 
 	Target  target
 	Ports   []portPair
@@ -93,7 +93,7 @@ type PortForwardOptions struct {
 }
 
 func newPortForwardCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PortForwardOptions{IOStreams: streams, kube: kube}
+	o := &PortForwardOptions{IOStreams: streams, clientSource: clientSource{kube: kube}}
 	cmd := &cobra.Command{
 		Use:   "port-forward TYPE/NAME[.NAMESPACE] [LOCAL:]REMOTE...",
 		Short: "Forward local ports to a virtual machine's ports (any guest TCP port)",
@@ -134,7 +134,7 @@ func (o *PortForwardOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Run listens (or pipes stdio) until interrupted.
 func (o *PortForwardOptions) Run(ctx context.Context) error {
-	c, err := clientsFor(o.kube, o.Target)
+	c, err := o.connectTo(o.Target)
 	if err != nil {
 		return err
 	}

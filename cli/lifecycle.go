@@ -31,7 +31,7 @@ const (
 // optionally waiting (with progress) until it took effect.
 type LifecycleOptions struct {
 	genericiooptions.IOStreams
-	kube   *genericclioptions.ConfigFlags
+	clientSource
 	action action
 
 	Name        string
@@ -46,7 +46,7 @@ type LifecycleOptions struct {
 }
 
 func newLifecycleCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, a action, short, example string) *cobra.Command {
-	o := &LifecycleOptions{IOStreams: streams, kube: kube, action: a, GracePeriod: -1}
+	o := &LifecycleOptions{IOStreams: streams, clientSource: clientSource{kube: kube}, action: a, GracePeriod: -1}
 	cmd := &cobra.Command{
 		Use:               string(a) + " NAME",
 		Short:             short,
@@ -112,7 +112,7 @@ func (o *LifecycleOptions) Validate(cmd *cobra.Command) error {
 
 // Run makes the call and, with --wait, waits for its effect.
 func (o *LifecycleOptions) Run(ctx context.Context) error {
-	c, err := newClients(o.kube)
+	c, err := o.connect()
 	if err != nil {
 		return err
 	}

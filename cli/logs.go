@@ -19,14 +19,14 @@ import (
 // instance started (the launcher Pod's console-log container), without attaching to the console.
 type LogsOptions struct {
 	genericiooptions.IOStreams
-	kube *genericclioptions.ConfigFlags
+	clientSource
 
 	Target target
 	Follow bool
 }
 
 func newLogsCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &LogsOptions{IOStreams: streams, kube: kube}
+	o := &LogsOptions{IOStreams: streams, clientSource: clientSource{kube: kube}}
 	cmd := &cobra.Command{
 		Use:     "logs [vm|vmi] NAME",
 		Short:   "Print the guest's serial console output (its boot log) without attaching",
@@ -47,7 +47,7 @@ func newLogsCommand(kube *genericclioptions.ConfigFlags, streams genericiooption
 
 // Run finds the instance's launcher Pod and copies its console log.
 func (o *LogsOptions) Run(ctx context.Context) error {
-	c, err := clientsFor(o.kube, o.Target)
+	c, err := o.connectTo(o.Target)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,8 @@ import (
 // ProxyCommand of this binary's `port-forward --stdio` (so no Service or node port is needed).
 type SSHOptions struct {
 	genericiooptions.IOStreams
-	kube *genericclioptions.ConfigFlags
-	scp  bool
+	clientSource
+	scp bool
 
 	Username     string
 	IdentityFile string
@@ -33,7 +33,7 @@ type SSHOptions struct {
 }
 
 func newSSHCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &SSHOptions{IOStreams: streams, kube: kube}
+	o := &SSHOptions{IOStreams: streams, clientSource: clientSource{kube: kube}}
 	cmd := &cobra.Command{
 		Use:   "ssh [USER@]TYPE/NAME[.NAMESPACE]",
 		Short: "Open an SSH session to a virtual machine with the local ssh client",
@@ -48,7 +48,7 @@ func newSSHCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions
 }
 
 func newSCPCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &SSHOptions{IOStreams: streams, kube: kube, scp: true}
+	o := &SSHOptions{IOStreams: streams, clientSource: clientSource{kube: kube}, scp: true}
 	cmd := &cobra.Command{
 		Use:     "scp SOURCE DESTINATION",
 		Short:   "Copy files to or from a virtual machine with the local scp (remote: [USER@]TYPE/NAME[.NAMESPACE]:PATH)",

@@ -18,12 +18,12 @@ import (
 // (subresources.kubevirt.io/v1/version, as KubeVirt's virtctl).
 type VersionOptions struct {
 	genericiooptions.IOStreams
-	kube       *genericclioptions.ConfigFlags
+	clientSource
 	ClientOnly bool
 }
 
 func newVersionCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &VersionOptions{IOStreams: streams, kube: kube}
+	o := &VersionOptions{IOStreams: streams, clientSource: clientSource{kube: kube}}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the client and server version",
@@ -40,7 +40,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if o.ClientOnly {
 		return nil
 	}
-	c, err := newClients(o.kube)
+	c, err := o.connect()
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ var viewers = []viewer{
 // VNC viewer found on the PATH, or only served (--proxy-only) for any VNC client.
 type VNCOptions struct {
 	genericiooptions.IOStreams
-	kube *genericclioptions.ConfigFlags
+	clientSource
 
 	Target    target
 	ProxyOnly bool
@@ -43,7 +43,7 @@ type VNCOptions struct {
 }
 
 func newVNCCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &VNCOptions{IOStreams: streams, kube: kube}
+	o := &VNCOptions{IOStreams: streams, clientSource: clientSource{kube: kube}}
 	cmd := &cobra.Command{
 		Use:     "vnc [vm|vmi] NAME",
 		Short:   "Open a virtual machine's display in a VNC viewer (or serve it on a local port)",
@@ -84,7 +84,7 @@ func (o *VNCOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Run serves the display until interrupted (or the viewer exits).
 func (o *VNCOptions) Run(ctx context.Context) error {
-	c, err := clientsFor(o.kube, o.Target)
+	c, err := o.connectTo(o.Target)
 	if err != nil {
 		return err
 	}
