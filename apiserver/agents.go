@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,17 +40,17 @@ var errNoAgents = apierrors.NewServiceUnavailable("node agents are not reachable
 // tlsConfig reads the current certificate files (calls are rare; a rotated certificate is used at
 // the next call).
 func (a *Agents) tlsConfig() (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(a.CertDir, corev1.TLSCertKey), filepath.Join(a.CertDir, corev1.TLSPrivateKeyKey))
+	data := map[string][]byte{}
+	for _, name := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, agentv1.CACertKey} {
+		b, err := os.ReadFile(filepath.Join(a.CertDir, name)) // virt-api's own files (certfiles)
+		if err != nil {
+			return nil, fmt.Errorf("node agent client certificate: %w", err)
+		}
+		data[name] = b
+	}
+	cert, pool, err := agentv1.KeyPair(data)
 	if err != nil {
 		return nil, fmt.Errorf("node agent client certificate: %w", err)
-	}
-	ca, err := os.ReadFile(filepath.Join(a.CertDir, agentv1.CACertKey))
-	if err != nil {
-		return nil, fmt.Errorf("node agent CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("node agent CA: %s holds no certificate", agentv1.CACertKey)
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: a.ServerName}, nil
 }

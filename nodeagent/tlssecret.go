@@ -3,7 +3,6 @@ package nodeagent
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"sync"
@@ -59,13 +58,9 @@ func (s *SecretTLS) load(ctx context.Context) error {
 	if err := s.Reader.Get(ctx, s.Secret, sec); err != nil {
 		return fmt.Errorf("read secret %s: %w", s.Secret, err)
 	}
-	cert, err := tls.X509KeyPair(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+	cert, pool, err := agentv1.KeyPair(sec.Data)
 	if err != nil {
-		return fmt.Errorf("secret %s: %s/%s: %w", s.Secret, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(sec.Data[agentv1.CACertKey]) {
-		return fmt.Errorf("secret %s: %s holds no certificate", s.Secret, agentv1.CACertKey)
+		return fmt.Errorf("secret %s: %w", s.Secret, err)
 	}
 	s.mu.Lock()
 	s.current = &tls.Config{

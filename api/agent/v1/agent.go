@@ -1,9 +1,13 @@
 package v1
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 )
@@ -61,6 +65,21 @@ func ParsePort(s string) (int, error) {
 
 // CACertKey is the CA certificate's key in the certificate Secrets virt-api maintains.
 const CACertKey = "ca.crt"
+
+// KeyPair reads the agents' certificate material as virt-api keeps it (a Secret's data, or the same
+// keys as files): the key pair of tls.crt and tls.key, and the pool of CACertKey. It is the one
+// parser of it, for the agents (server and migration client) and virt-api (client).
+func KeyPair(data map[string][]byte) (tls.Certificate, *x509.CertPool, error) {
+	cert, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("%s/%s: %w", corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data[CACertKey]) {
+		return tls.Certificate{}, nil, fmt.Errorf("%s holds no certificate", CACertKey)
+	}
+	return cert, pool, nil
+}
 
 // CertSecret is the Secret (in Podvirt's namespace) that virt-api fills with the agents' certificate,
 // its key and CACertKey; the agents may read only it.
