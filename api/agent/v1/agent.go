@@ -49,11 +49,6 @@ func MigrationStreamPath(namespace, pod, socket string) string {
 	return strings.NewReplacer("{namespace}", namespace, "{pod}", pod, "{socket}", socket).Replace(PathMigrationStream)
 }
 
-// PortForwardPath is PathPortForward filled in.
-func PortForwardPath(namespace, name string, port int) string {
-	return strings.Replace(Path(PathPortForward, namespace, name), "{port}", strconv.Itoa(port), 1)
-}
-
 // ParsePort reads a port-forward path's port: a TCP port number 1-65535.
 func ParsePort(s string) (int, error) {
 	port, err := strconv.Atoi(s)
