@@ -238,7 +238,7 @@ func (r *Reconciler) scale(ctx context.Context, rs *virtv1.VirtualMachineInstanc
 			return created, deleted, fmt.Errorf("delete instance %s: %w", vmi.Name, err)
 		}
 		deleted = append(deleted, vmi.Name)
-		r.Recorder.Eventf(rs, vmi, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted virtual machine instance: %s", vmi.Name)
+		r.Recorder.Eventf(rs, vmi, corev1.EventTypeNormal, virtv1.ReasonSuccessfulDelete, "Delete", "Deleted virtual machine instance: %s", vmi.Name)
 	}
 	for range min(int(want)-len(active), burst) {
 		vmi := newInstance(rs)
@@ -246,12 +246,12 @@ func (r *Reconciler) scale(ctx context.Context, rs *virtv1.VirtualMachineInstanc
 			return created, deleted, fmt.Errorf("set owner: %w", err)
 		}
 		if err := r.Client.Create(ctx, vmi); err != nil {
-			setFailure(rs, "FailedCreate", err)
-			r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating instance: %v", err)
+			setFailure(rs, virtv1.ReasonFailedCreate, err)
+			r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, virtv1.ReasonFailedCreate, "Create", "Error creating instance: %v", err)
 			return created, deleted, fmt.Errorf("create instance: %w", err)
 		}
 		created = append(created, vmi.Name)
-		r.Recorder.Eventf(rs, vmi, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created virtual machine instance: %s", vmi.Name)
+		r.Recorder.Eventf(rs, vmi, corev1.EventTypeNormal, virtv1.ReasonSuccessfulCreate, "Create", "Created virtual machine instance: %s", vmi.Name)
 	}
 	return created, deleted, nil
 }

@@ -305,12 +305,12 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d decision) error {
 			return fmt.Errorf("instance %s still exists; waiting for it to go: %w", s.vm.Name, err)
 		}
 		if err != nil {
-			r.Recorder.Eventf(s.vm, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating virtual machine instance: %v", err)
-			setFailureCondition(s.vm, err, "FailedCreate")
+			r.Recorder.Eventf(s.vm, nil, corev1.EventTypeWarning, virtv1.ReasonFailedCreate, "Create", "Error creating virtual machine instance: %v", err)
+			setFailureCondition(s.vm, err, virtv1.ReasonFailedCreate)
 			return fmt.Errorf("create instance: %w", err)
 		}
 		s.vmi = vmi
-		r.Recorder.Eventf(s.vm, vmi, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created virtual machine: %s", vmi.Name)
+		r.Recorder.Eventf(s.vm, vmi, corev1.EventTypeNormal, virtv1.ReasonSuccessfulCreate, "Create", "Created virtual machine: %s", vmi.Name)
 	case actDelete:
 		err := r.Client.Delete(ctx, s.vmi, client.Preconditions{UID: &s.vmi.UID})
 		if client.IgnoreNotFound(err) != nil {
@@ -318,7 +318,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d decision) error {
 			setFailureCondition(s.vm, err, "FailedDelete")
 			return fmt.Errorf("delete instance: %w", err)
 		}
-		r.Recorder.Eventf(s.vm, s.vmi, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Stopped the virtual machine by deleting the virtual machine instance %s", s.vmi.UID)
+		r.Recorder.Eventf(s.vm, s.vmi, corev1.EventTypeNormal, virtv1.ReasonSuccessfulDelete, "Delete", "Stopped the virtual machine by deleting the virtual machine instance %s", s.vmi.UID)
 		now := metav1.NewTime(s.now)
 		s.vmi.DeletionTimestamp = &now // observed effect of our own delete, for this pass's status
 	}

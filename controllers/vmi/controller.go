@@ -3,6 +3,7 @@ package vmi
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers/podtemplate"
+	"github.com/podvirt/podvirt/internal/optionalapi"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
@@ -51,7 +53,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile creates, follows and deletes the launcher Pod and writes the instance's status once.
+// scope is what one pass observed.
+type scope struct {
+	vmi *virtv1.VirtualMachineInstance
+	// pod is the launcher Pod; nil when absent (confirmed uncached once the instance is past
+	// Pending or being deleted).
+	pod *corev1.Pod
+	// Set only while a Pod is wanted and missing: multusMissing says why the instance must wait
+	// for Multus, render is the Pod to create, renderErr why the spec cannot run.
+	multusMissing string
+	render        *corev1.Pod
+	renderErr     error
+	now           metav1.Time
+}
+
+// Reconcile creates, follows and deletes the launcher Pod: scope, decide, one action, one deferred
+// write of the instance's status (none while it is being deleted).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	vmi := &virtv1.VirtualMachineInstance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
@@ -60,56 +77,83 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if r.writes.Behind(vmi) {
 		return ctrl.Result{}, nil // the watch event of our last write brings us back
 	}
-	if vmi.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.reconcileDelete(ctx, vmi)
-	}
-	if !controllerutil.ContainsFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer) {
+	if vmi.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer) {
 		patch := client.MergeFrom(vmi.DeepCopy())
 		controllerutil.AddFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer)
 		if err := r.Client.Patch(ctx, vmi, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
-	orig := vmi.DeepCopy()
-	defer func() {
-		res, retErr = statuspatch.Result(res, retErr, r.writeStatus(ctx, orig, vmi))
-	}()
-	return r.reconcileNormal(ctx, vmi)
-}
-
-func (r *Reconciler) reconcileNormal(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (ctrl.Result, error) {
-	if vmi.Status.Phase.IsFinal() {
-		return ctrl.Result{}, r.stopFinishedPod(ctx, vmi)
-	}
-	pod, err := r.launcherPod(ctx, vmi, vmi.Status.Phase != "" && vmi.Status.Phase != virtv1.Pending)
+	s, err := r.observe(ctx, vmi)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if pod == nil && (vmi.Status.Phase == "" || vmi.Status.Phase == virtv1.Pending) {
-		held, retry, err := r.holdForMultus(vmi)
-		if held || err != nil {
-			return ctrl.Result{RequeueAfter: retry}, err
-		}
-		if pod, err = r.createPod(ctx, vmi); pod == nil {
-			return ctrl.Result{}, err
-		}
+	if vmi.DeletionTimestamp == nil {
+		orig := vmi.DeepCopy()
+		defer func() {
+			res, retErr = statuspatch.Result(res, retErr, r.writeStatus(ctx, orig, vmi))
+		}()
 	}
-	return ctrl.Result{RequeueAfter: observePod(vmi, pod, metav1.NewTime(r.Clock.Now()))}, nil
+	a := decide(s)
+	retry, err := r.act(ctx, s, a)
+	if err != nil || vmi.DeletionTimestamp != nil {
+		return ctrl.Result{RequeueAfter: retry}, err
+	}
+	return ctrl.Result{RequeueAfter: max(retry, observePod(vmi, s.pod, s.now))}, nil
 }
 
-// stopFinishedPod deletes the launcher Pod of a final instance if it still runs (e.g. the guest
-// never started): no guest will ever run in it again. A completed Pod is kept for its logs.
-func (r *Reconciler) stopFinishedPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
-	pod, err := r.launcherPod(ctx, vmi, false)
-	if err != nil || pod == nil || pod.DeletionTimestamp != nil ||
-		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return err
+// observe reads the launcher Pod and, when one is wanted and missing, whether it can be made.
+func (r *Reconciler) observe(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (*scope, error) {
+	s := &scope{vmi: vmi, now: metav1.NewTime(r.Clock.Now())}
+	phase := vmi.Status.Phase
+	pending := phase == "" || phase == virtv1.Pending
+	confirm := vmi.DeletionTimestamp != nil || (!pending && !phase.IsFinal())
+	pod, err := r.launcherPod(ctx, vmi, confirm)
+	if err != nil {
+		return nil, err
 	}
-	if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete launcher pod of a finished instance: %w", err)
+	s.pod = pod
+	if pod != nil || !pending || vmi.DeletionTimestamp != nil {
+		return s, nil
 	}
-	r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted virtual machine pod %s: the instance is %s", pod.Name, vmi.Status.Phase)
-	return nil
+	if s.multusMissing, err = r.multusMissing(vmi); err != nil || s.multusMissing != "" {
+		return s, err
+	}
+	s.render, s.renderErr = podtemplate.RenderPod(vmi, r.Config)
+	return s, nil
+}
+
+// act carries out the pass's action; retry is how soon to look again when it has to wait.
+func (r *Reconciler) act(ctx context.Context, s *scope, a action) (retry time.Duration, err error) {
+	vmi := s.vmi
+	switch a {
+	case actCreatePod:
+		s.pod, err = r.createPod(ctx, vmi, s.render)
+		return 0, err
+	case actDeletePod:
+		if err := r.Client.Delete(ctx, s.pod, client.Preconditions{UID: &s.pod.UID}); client.IgnoreNotFound(err) != nil {
+			return 0, fmt.Errorf("delete launcher pod: %w", err)
+		}
+		note := "Deleted virtual machine pod %s"
+		if vmi.DeletionTimestamp == nil {
+			note += ": the instance is " + string(vmi.Status.Phase)
+		}
+		r.Recorder.Eventf(vmi, s.pod, corev1.EventTypeNormal, virtv1.ReasonSuccessfulDelete, "Delete", note, s.pod.Name)
+	case actRelease:
+		patch := client.MergeFrom(vmi.DeepCopy())
+		controllerutil.RemoveFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer)
+		if err := r.Client.Patch(ctx, vmi, patch); client.IgnoreNotFound(err) != nil {
+			return 0, fmt.Errorf("remove finalizer: %w", err)
+		}
+	case actHold:
+		r.hold(vmi, s.multusMissing, s.now)
+		return optionalapi.Recheck, nil
+	case actRefuse:
+		vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonInvalidSpec, s.now)
+		setReady(&vmi.Status, virtv1.ReasonInvalidSpec, s.renderErr.Error())
+		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonInvalidSpec, "Create", "Cannot run this instance: %v", s.renderErr)
+	}
+	return 0, nil
 }
 
 // launcherPod returns the instance's launcher Pod (status.launcherPod: after a migration, the
@@ -137,21 +181,14 @@ func (r *Reconciler) launcherPod(ctx context.Context, vmi *virtv1.VirtualMachine
 	return pod, nil
 }
 
-// createPod renders and creates the launcher Pod. A spec that cannot run fails the instance with a
-// reason naming the field; an apiserver refusal is reported in the Synchronized condition and retried.
-func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (*corev1.Pod, error) {
-	pod, err := podtemplate.RenderPod(vmi, r.Config)
-	if err != nil {
-		vmi.Status.SetPhase(virtv1.Failed, virtv1.ReasonInvalidSpec, metav1.NewTime(r.Clock.Now()))
-		setReady(&vmi.Status, virtv1.ReasonInvalidSpec, err.Error())
-		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonInvalidSpec, "Create", "Cannot run this instance: %v", err)
-		return nil, nil
-	}
+// createPod creates the launcher Pod (after its persistent state claim). An apiserver refusal is
+// reported in the Synchronized condition and retried.
+func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod) (*corev1.Pod, error) {
 	if err := r.ensurePersistentState(ctx, vmi); err != nil {
 		r.setCreateFailed(vmi, err)
 		return nil, err
 	}
-	err = r.Client.Create(ctx, pod)
+	err := r.Client.Create(ctx, pod)
 	if apierrors.IsAlreadyExists(err) {
 		// Created by an earlier pass whose result the cache has not seen yet.
 		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), pod)
@@ -159,11 +196,11 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 			err = fmt.Errorf("pod %s exists and is not controlled by this instance", pod.Name)
 		}
 	} else if err == nil {
-		r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created virtual machine pod %s", pod.Name)
+		r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, virtv1.ReasonSuccessfulCreate, "Create", "Created virtual machine pod %s", pod.Name)
 	}
 	if err != nil {
 		r.setCreateFailed(vmi, err)
-		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "Error creating pod: %v", err)
+		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, virtv1.ReasonFailedCreate, "Create", "Error creating pod: %v", err)
 		return nil, fmt.Errorf("create launcher pod: %w", err)
 	}
 	return pod, nil
@@ -173,35 +210,8 @@ func (r *Reconciler) createPod(ctx context.Context, vmi *virtv1.VirtualMachineIn
 func (r *Reconciler) setCreateFailed(vmi *virtv1.VirtualMachineInstance, err error) {
 	vmi.Status.SetPhase(virtv1.Pending, "", metav1.NewTime(r.Clock.Now()))
 	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
-		Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: "FailedCreate", Message: err.Error(),
+		Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: virtv1.ReasonFailedCreate, Message: err.Error(),
 	})
-}
-
-// reconcileDelete deletes the launcher Pod (its grace period covers the guest's shutdown) and
-// releases the instance once the Pod is gone.
-func (r *Reconciler) reconcileDelete(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
-	if !controllerutil.ContainsFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer) {
-		return nil
-	}
-	pod, err := r.launcherPod(ctx, vmi, true)
-	if err != nil {
-		return err
-	}
-	if pod != nil {
-		if pod.DeletionTimestamp == nil {
-			if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("delete launcher pod: %w", err)
-			}
-			r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted virtual machine pod %s", pod.Name)
-		}
-		return nil // the Pod's deletion brings us back
-	}
-	patch := client.MergeFrom(vmi.DeepCopy())
-	controllerutil.RemoveFinalizer(vmi, virtv1.VirtualMachineControllerFinalizer)
-	if err := r.Client.Patch(ctx, vmi, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("remove finalizer: %w", err)
-	}
-	return nil
 }
 
 // writeStatus writes the status if it changed (the node agent writes the same object: see

@@ -2,7 +2,6 @@ package vmi
 
 import (
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,26 +20,29 @@ var NetworkAttachmentDefinitionGVK = schema.GroupVersionKind{Group: "k8s.cni.cnc
 // and the cluster does not serve Multus' NetworkAttachmentDefinition API, so it gets no launcher Pod.
 const ReasonMultusNotInstalled = "MultusNotInstalled"
 
-// holdForMultus reports whether the instance must wait instead of getting a launcher Pod because its
-// Multus networks need an API the cluster does not serve, saying why in the Synchronized condition
-// and an Event; retry is when to look again.
-func (r *Reconciler) holdForMultus(vmi *virtv1.VirtualMachineInstance) (held bool, retry time.Duration, err error) {
+// multusMissing says why the instance must wait instead of getting a launcher Pod ("" when it need
+// not): its Multus networks need an API the cluster does not serve.
+func (r *Reconciler) multusMissing(vmi *virtv1.VirtualMachineInstance) (string, error) {
 	nets := podtemplate.MultusNetworks(vmi)
 	if len(nets) == 0 {
-		return false, 0, nil
+		return "", nil
 	}
 	served, err := optionalapi.Served(r.Discovery, NetworkAttachmentDefinitionGVK)
 	if err != nil || served {
-		return false, 0, err
+		return "", err
 	}
-	message := "network(s) " + strings.Join(nets, ", ") +
-		" need Multus, which is not installed (no k8s.cni.cncf.io NetworkAttachmentDefinition API): install Multus or use the pod network"
-	vmi.Status.SetPhase(virtv1.Pending, "", metav1.NewTime(r.Clock.Now()))
+	return "network(s) " + strings.Join(nets, ", ") +
+		" need Multus, which is not installed (no k8s.cni.cncf.io NetworkAttachmentDefinition API): install Multus or use the pod network", nil
+}
+
+// hold keeps the instance Pending, saying why in the Synchronized condition and, when that is
+// news, an Event.
+func (r *Reconciler) hold(vmi *virtv1.VirtualMachineInstance, message string, now metav1.Time) {
+	vmi.Status.SetPhase(virtv1.Pending, "", now)
 	if c := meta.FindStatusCondition(vmi.Status.Conditions, virtv1.VirtualMachineInstanceSynchronized); c == nil || c.Reason != ReasonMultusNotInstalled {
 		r.Recorder.Eventf(vmi, nil, corev1.EventTypeWarning, ReasonMultusNotInstalled, "Create", "Not starting: %s", message)
 	}
 	meta.SetStatusCondition(&vmi.Status.Conditions, metav1.Condition{
 		Type: virtv1.VirtualMachineInstanceSynchronized, Status: metav1.ConditionFalse, Reason: ReasonMultusNotInstalled, Message: message,
 	})
-	return true, optionalapi.Recheck, nil
 }

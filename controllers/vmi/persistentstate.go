@@ -44,7 +44,7 @@ func (r *Reconciler) ensurePersistentState(ctx context.Context, vmi *virtv1.Virt
 	case err != nil:
 		return fmt.Errorf("create persistent state claim %s: %w", pvc.Name, err)
 	}
-	r.Recorder.Eventf(vmi, pvc, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created persistent state claim %s", pvc.Name)
+	r.Recorder.Eventf(vmi, pvc, corev1.EventTypeNormal, virtv1.ReasonSuccessfulCreate, "Create", "Created persistent state claim %s", pvc.Name)
 	return nil
 }
 
