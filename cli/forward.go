@@ -17,6 +17,7 @@ import (
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	"github.com/podvirt/podvirt/console"
+	"github.com/podvirt/podvirt/internal/splice"
 )
 
 // target is a VM or an instance named on the command line: vm/NAME, vmi/NAME (KubeVirt's
@@ -147,10 +148,7 @@ func (o *PortForwardOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("port-forward to %s/%s port %d: %w", o.Target.resource, o.Target.name, o.Ports[0].remote, err)
 		}
-		remote := console.NewConn(ws)
-		go func() { _, _ = io.Copy(remote, o.In) }() // stdin's end does not end the session; left to the process's exit
-		_, _ = io.Copy(o.Out, remote)                // until the guest closes the connection
-		_ = remote.Close()                           // the server may have closed it already: not an error
+		splice.Join(ctx, newStdio(o.In, o.Out), console.NewConn(ws), nil) // until the guest closes the connection
 		return nil
 	}
 	var wg sync.WaitGroup
@@ -204,21 +202,32 @@ func serveLocal(ctx context.Context, ln net.Listener, dial func(context.Context)
 				_ = conn.Close()
 				return
 			}
-			closeOnCancel := context.AfterFunc(ctx, func() { _ = conn.Close(); _ = ws.Close() })
-			defer closeOnCancel()
-			pipe(conn, console.NewConn(ws))
+			// The local side is the client: its half-close is dropped (a websocket cannot carry
+			// one), so the guest's answer still comes back.
+			splice.Join(ctx, conn, console.NewConn(ws), nil)
 		}()
 	}
 }
 
-// pipe copies local and remote into each other until the remote side ends (the guest closed the
-// connection, or the stream broke); the local side ending its input (a half-close) does not end
-// the session, so an answer still comes back. Both are closed and both directions joined.
-func pipe(local net.Conn, remote io.ReadWriteCloser) {
-	sent := make(chan struct{})
-	go func() { defer close(sent); _, _ = io.Copy(remote, local) }()
-	_, _ = io.Copy(local, remote)
-	_ = local.Close()
-	_ = remote.Close()
-	<-sent
+// stdio is the client side of `port-forward --stdio`: stdin and stdout as one stream. A read of
+// stdin cannot be interrupted, so it runs in its own goroutine feeding a pipe, which Close does
+// interrupt; that goroutine alone outlives the stream, blocked on stdin until the process exits.
+type stdio struct {
+	in  *io.PipeReader
+	out io.Writer
 }
+
+func newStdio(in io.Reader, out io.Writer) stdio {
+	r, w := io.Pipe()
+	go func() { _, err := io.Copy(w, in); _ = w.CloseWithError(err) }()
+	return stdio{in: r, out: out}
+}
+
+func (s stdio) Read(p []byte) (int, error)  { return s.in.Read(p) }
+func (s stdio) Write(p []byte) (int, error) { return s.out.Write(p) }
+func (s stdio) Close() error                { return s.in.Close() }
+
+// CloseWrite makes stdin's end a half-close (the request is complete, the answer still comes
+// back). Stdout is not the command's to close: a half-close of it does nothing (a websocket never
+// sends one).
+func (s stdio) CloseWrite() error { return nil }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/podvirt/podvirt/internal/splice"
 )
 
 // Subprotocol is KubeVirt's websocket subprotocol for console, VNC and port-forward streams.
@@ -18,7 +20,7 @@ const Subprotocol = "plain.kubevirt.io"
 const (
 	PingInterval = 5 * time.Second
 	PongTimeout  = 60 * time.Second
-	// bufferSize is the frame size (KubeVirt's 10240).
+	// bufferSize is a websocket's read and write buffer (KubeVirt's 10240).
 	bufferSize = 10240
 	// MaxFrame bounds a frame a peer may send (a larger one closes the stream with 1009, "message
 	// too big"): a client's frames are keystrokes, RFB messages or a forwarded connection's chunks of
@@ -58,84 +60,60 @@ func Dialer() *websocket.Dialer {
 	return &websocket.Dialer{ReadBufferSize: bufferSize, WriteBufferSize: bufferSize, Subprotocols: []string{Subprotocol}, HandshakeTimeout: 30 * time.Second}
 }
 
-// Serve pipes ws and stream until either ends or ctx is done, pinging ws so idle sessions survive
-// proxies. It closes ws with a reason and closes stream; when ctx ends first, the reason is ctx's
-// cause (context.WithCancelCause), if it has one.
+// Serve joins ws (the client) and stream (the service) with splice.Join until either ends or ctx
+// is done, pinging ws so idle sessions survive proxies. It closes ws with a reason and closes
+// stream; when ctx ends first, the reason is ctx's cause (context.WithCancelCause), if it has one.
 func Serve(ctx context.Context, ws *websocket.Conn, stream io.ReadWriteCloser) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	_ = ws.SetReadDeadline(time.Now().Add(PongTimeout))
 	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(PongTimeout)) })
 	var wg sync.WaitGroup
-	reason := make(chan string, 3)
-	wg.Add(3)
-	go func() { // stream → ws
+	defer wg.Wait()
+	pinging, stopPinging := context.WithCancel(ctx)
+	defer stopPinging()
+	wg.Add(1)
+	go func() {
 		defer wg.Done()
-		defer cancel()
-		buf := make([]byte, bufferSize)
-		for {
-			n, err := stream.Read(buf)
-			if n > 0 {
-				if werr := writeFrame(ws, buf[:n]); werr != nil {
-					reason <- ReasonPeerGone
-					return
-				}
-			}
-			if err != nil {
-				if errors.Is(err, errTooSlow) {
-					reason <- ReasonTooSlow
-				} else {
-					reason <- ReasonStreamEnded
-				}
-				return
-			}
-		}
+		keepAlive(pinging, ws, cancel)
 	}()
-	go func() { // ws → stream
-		defer wg.Done()
-		defer cancel()
-		for {
-			_, data, err := ws.ReadMessage()
-			if err != nil {
-				reason <- ReasonPeerGone
+	splice.Join(ctx, NewConn(ws), stream, func(e splice.Ending) {
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, closeReason(e)), time.Now().Add(time.Second))
+	})
+	return nil
+}
+
+// errPeerSilent ends a stream whose peer stopped answering pings.
+var errPeerSilent = errors.New(ReasonPeerGone)
+
+// keepAlive pings ws every PingInterval until ctx ends; a ping that cannot be sent ends the stream.
+func keepAlive(ctx context.Context, ws *websocket.Conn, end context.CancelCauseFunc) {
+	tick := time.NewTicker(PingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(PingInterval)); err != nil {
+				end(errPeerSilent)
 				return
 			}
-			if _, err := stream.Write(data); err != nil {
-				reason <- ReasonStreamEnded
-				return
-			}
-		}
-	}()
-	go func() { // keepalive
-		defer wg.Done()
-		tick := time.NewTicker(PingInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if err := ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(PingInterval)); err != nil {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	<-ctx.Done()
-	why := ReasonPeerGone
-	select {
-	case why = <-reason:
-	default:
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			why = cause.Error() // the caller's reason for ending the stream (a server shutting down)
 		}
 	}
-	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, why), time.Now().Add(time.Second))
-	_ = stream.Close()
-	_ = ws.Close()
-	wg.Wait()
-	return nil
+}
+
+// closeReason is what a client is told when its stream ends.
+func closeReason(e splice.Ending) string {
+	switch {
+	case e.Canceled && e.Err != nil && !errors.Is(e.Err, context.Canceled):
+		return e.Err.Error() // the caller's reason for ending the stream (a server shutting down)
+	case e.Canceled, e.Side == splice.Client:
+		return ReasonPeerGone
+	case errors.Is(e.Err, errTooSlow):
+		return ReasonTooSlow
+	}
+	return ReasonStreamEnded
 }
 
 // Conn adapts a websocket to a byte stream (binary frames carry raw bytes), for piping one

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/podvirt/podvirt/internal/splice"
 )
 
 // countingStream records how many bytes reach the guest's side of a stream.
@@ -52,4 +55,25 @@ func TestServeRefusesAnOversizedFrame(t *testing.T) {
 	}
 	<-served
 	assert.EqualValues(t, len("small"), got.Load(), "only the frame within the limit reached the stream")
+}
+
+// What a client is told when its stream ends, by what ended it.
+func TestCloseReason(t *testing.T) {
+	shutdown := errors.New("virt-api is shutting down")
+	cases := []struct {
+		ending splice.Ending
+		want   string
+	}{
+		{splice.Ending{Side: splice.Service}, ReasonStreamEnded},
+		{splice.Ending{Side: splice.Service, Err: errTooSlow}, ReasonTooSlow},
+		{splice.Ending{Side: splice.Service, Err: io.ErrClosedPipe}, ReasonStreamEnded},
+		{splice.Ending{Side: splice.Client}, ReasonPeerGone},
+		{splice.Ending{Side: splice.Client, Err: io.ErrUnexpectedEOF}, ReasonPeerGone},
+		{splice.Ending{Canceled: true, Err: context.Canceled}, ReasonPeerGone},
+		{splice.Ending{Canceled: true, Err: errPeerSilent}, ReasonPeerGone},
+		{splice.Ending{Canceled: true, Err: shutdown}, shutdown.Error()},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, closeReason(c.ending), "%+v", c.ending)
+	}
 }

@@ -85,7 +85,8 @@ func (p *Proxy) accept(ln net.Listener, name string, dial Dialer) {
 	}
 }
 
-// join dials the target for name and copies both ways until either side is done.
+// join dials the target for name and joins the two connections (splice's rule: each side's end
+// is passed on as a half-close) until both are done or the proxy stops.
 func (p *Proxy) join(c net.Conn, name string, dial Dialer) {
 	t, err := dial(p.ctx, name)
 	if err != nil {
@@ -93,7 +94,5 @@ func (p *Proxy) join(c net.Conn, name string, dial Dialer) {
 		_ = c.Close()
 		return
 	}
-	stop := context.AfterFunc(p.ctx, func() { _ = c.Close(); _ = t.Close() })
-	defer stop()
-	splice.Conns(c, nil, t)
+	splice.Join(p.ctx, c, t, nil)
 }
