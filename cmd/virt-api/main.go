@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"flag"
@@ -18,7 +19,11 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +65,8 @@ func run() error {
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "HTTPS port of the admission webhooks")
 	flag.StringVar(&nodeCertDir, "node-cert-dir", "/var/run/podvirt-api/node-certs", "writable directory for the node agents' CA and virt-api's client certificate")
 	flag.StringVar(&certDir, "cert-dir", "/var/run/podvirt-api/certs", "writable directory for the serving certificate files")
-	var gates, maxDisk string
+	var gates, maxDisk, callers string
+	flag.StringVar(&callers, "webhook-client-names", "", "comma-separated common names of the client certificates (of the cluster's client CA) the webhook port accepts: the kube-apiserver's, set with its --admission-control-config-file; empty accepts any caller, as KubeVirt does")
 	flag.StringVar(&gates, "feature-gates", "", "comma-separated feature gates to enable (known: "+strings.Join(admission.Features, ", ")+"; KubeVirt's names)")
 	flag.BoolVar(&policy.CrossNamespaceNetworks, "allow-cross-namespace-networks", false, "admit Multus networks named NAMESPACE/NAME in another namespace than the instance's")
 	flag.StringVar(&maxDisk, "max-disk-capacity", admission.DefaultMaxDiskCapacity.String(), "largest emptyDisk or created hostDisk an instance may ask for")
@@ -111,7 +117,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	hooks := webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir})
+	hooks, clientCAs, err := webhookServer(cfg, webhookPort, certDir, callers)
+	if err != nil {
+		return err
+	}
 	admission.Register(hooks, mgr.GetScheme(), direct, policy)
 
 	ctx := ctrl.SetupSignalHandler()
@@ -129,11 +138,42 @@ func run() error {
 		h.Wait() // open streams tell their clients virt-api is going away
 		return err
 	}))
+	if clientCAs != nil {
+		g.Go(func() error { clientCAs.Run(ctx, 1); return nil })
+	}
 	g.Go(afterReady(ctx, ready, func() error { return hooks.Start(ctx) }))
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// webhookServer is the admission webhooks' HTTPS server. With caller names, it accepts only client
+// certificates of the cluster's client CA with those names (the returned controller, to be run,
+// follows that CA); otherwise anyone.
+func webhookServer(cfg *rest.Config, port int, certDir, callers string) (webhook.Server, *dynamiccertificates.ConfigMapCAController, error) {
+	opts := webhook.Options{Port: port, CertDir: certDir}
+	if callers == "" {
+		ctrl.Log.Info("The webhook port answers any caller: set --webhook-client-names (and the kube-apiserver's client certificate for webhooks) to accept only the kube-apiserver")
+		return webhook.NewServer(opts), nil, nil
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create clientset: %w", err)
+	}
+	cas, err := dynamiccertificates.NewDynamicCAFromConfigMapController("webhook-client-ca", metav1.NamespaceSystem,
+		"extension-apiserver-authentication", "client-ca-file", kube)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--webhook-client-names: the cluster's client CA: %w", err)
+	}
+	var names []string
+	for _, n := range strings.Split(callers, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	opts.TLSOpts = []func(*tls.Config){admission.RequireCallers(cas, names)}
+	return webhook.NewServer(opts), cas, nil
 }
 
 // afterReady runs start once ready is closed (nothing if ctx ends first).

@@ -118,6 +118,7 @@ func (c Config) apiserverArgs(bin, etcdURL string) []string {
 		"--allow-privileged=true",
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
+		"--admission-control-config-file=" + c.admissionConfig(),
 		"--client-ca-file=" + c.pki("ca.crt"),
 		"--tls-cert-file=" + c.pki("apiserver.crt"),
 		"--tls-private-key-file=" + c.pki("apiserver.key"),
@@ -146,6 +147,8 @@ func (c Config) apiserverArgs(bin, etcdURL string) []string {
 // every node Up brings up.
 func (c Config) writeConfigs() error {
 	files := map[string]string{}
+	files[c.admissionConfig()] = c.admissionConfigFile()
+	files[c.webhookKubeconfig()] = c.webhookKubeconfigFile()
 	for _, n := range c.nodes() {
 		files[filepath.Join(n.dir, "containerd", "config.toml")] = c.containerdConfig(n)
 		files[n.cniConfList()] = c.cniConfig(n)

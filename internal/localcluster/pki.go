@@ -42,6 +42,9 @@ type kubeconfigSpec struct {
 const (
 	frontProxyClientCN = "front-proxy-client"
 	provisionerCN      = "podvirt-provisioner"
+	// WebhookClientCN is the identity the kube-apiserver presents to admission webhooks (no group,
+	// no rights): virt-api answers only it on its webhook port (install/local: --webhook-client-names).
+	WebhookClientCN = "podvirt-webhook-client"
 )
 
 func (c Config) certSpecs() []certSpec {
@@ -58,6 +61,7 @@ func (c Config) certSpecs() []certSpec {
 		{file: "kube-proxy", ca: "ca", cn: "system:kube-proxy", client: true},
 		{file: "provisioner", ca: "ca", cn: provisionerCN, orgs: []string{"system:masters"}, client: true},
 		{file: "front-proxy-client", ca: "front-proxy-ca", cn: frontProxyClientCN, client: true},
+		{file: "webhook-client", ca: "ca", cn: WebhookClientCN, client: true},
 	}
 	for _, n := range c.nodes() {
 		specs = append(specs,

@@ -3,10 +3,22 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -14,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/apiserver/admission"
+	"github.com/podvirt/podvirt/internal/localcluster"
 	"github.com/podvirt/podvirt/tests/framework"
 )
 
@@ -80,4 +94,59 @@ func TestAdmission(t *testing.T) {
 	if err := c.Patch(ctx, vmi, patch); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot change once created") {
 		t.Errorf("changing a VMI's spec: want Invalid, got %v", err)
 	}
+}
+
+// The webhook port answers only the kube-apiserver: every Pod can reach it and the eviction webhook
+// marks instances for evacuation, so a forged AdmissionReview (from a peer on the Pod network, with
+// no client certificate or one it made itself with the apiserver's name) fails at the TLS handshake
+// and learns nothing, while the apiserver's own calls go through.
+func TestWebhookPortAnswersOnlyTheAPIServer(t *testing.T) {
+	f := framework.New(t)
+	requireDeployed(f)
+	ctx := f.Context()
+
+	bad := demoVM(f.Namespace, "refused", virtv1.RunStrategyHalted, 0, "")
+	bad.Spec.Template.Spec.Domain.Devices.Disks = append(bad.Spec.Template.Spec.Domain.Devices.Disks,
+		virtv1.Disk{Name: "iso", CDRom: &virtv1.CDRomTarget{Bus: virtv1.DiskBusVirtio}})
+	bad.Spec.Template.Spec.Volumes = append(bad.Spec.Template.Spec.Volumes, virtv1.Volume{Name: "iso",
+		VolumeSource: virtv1.VolumeSource{ContainerDisk: &virtv1.ContainerDiskSource{Image: framework.Image("demo-containerdisk")}}})
+	if err := f.Client.Create(ctx, bad, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "cdrom.bus") {
+		t.Fatalf("the apiserver's call to the webhook: %v, want a refusal naming the bus", err)
+	}
+
+	pods := &corev1.PodList{}
+	if err := f.Client.List(ctx, pods, client.InNamespace("podvirt"), client.MatchingLabels{"app.kubernetes.io/name": "virt-api"}); err != nil || len(pods.Items) == 0 {
+		t.Fatalf("virt-api's Pod: %v (%d found)", err, len(pods.Items))
+	}
+	url := "https://" + net.JoinHostPort(pods.Items[0].Status.PodIP, "9443") + admission.PathEvictLauncher
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"forged","kind":{"group":"policy","version":"v1","kind":"Eviction"},` +
+		`"resource":{"group":"","version":"v1","resource":"pods"},"subResource":"eviction","name":"virt-launcher-x-abcde","namespace":"default","operation":"CREATE",` +
+		`"userInfo":{"username":"system:admin"},"object":{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"virt-launcher-x-abcde","namespace":"default"}}}}`
+	forged := map[string][]tls.Certificate{"no client certificate": nil, "a self-made certificate with the apiserver's name": {selfSigned(t, localcluster.WebhookClientCN)}}
+	for name, certs := range forged {
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{ //nolint:gosec // the test checks who is let in, not the server
+			InsecureSkipVerify: true, Certificates: certs}}}
+		resp, err := hc.Post(url, "application/json", strings.NewReader(review))
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			t.Errorf("%s: the webhook port answered %d: %s", name, resp.StatusCode, body)
+		}
+	}
+}
+
+// selfSigned is a client certificate with common name cn, signed by its own fresh key.
+func selfSigned(t *testing.T, cn string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
