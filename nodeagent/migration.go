@@ -277,7 +277,7 @@ func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Reque
 		writeError(w, http.StatusBadGateway, fmt.Sprintf("connect to %s of pod %s: %v", socket, podName, err))
 		return
 	}
-	if err := splice.Upgrade(r.Context(), w, launcherv1.UpgradeTCP, target); err != nil {
+	if err := splice.Upgrade(context.WithoutCancel(r.Context()), w, launcherv1.UpgradeTCP, target, splice.ClientHalfCloses); err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
 }

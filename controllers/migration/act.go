@@ -30,6 +30,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d decision) error {
 		})
 	case actCreateTarget:
 		if err := r.Client.Create(ctx, s.render); err != nil && !apierrors.IsAlreadyExists(err) {
+			r.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, virtv1.ReasonFailedCreate, "Create", "Error creating migration target pod %s: %v", s.render.Name, err)
 			return fmt.Errorf("create target pod: %w", err)
 		}
 		r.Recorder.Eventf(s.m, s.render, corev1.EventTypeNormal, ReasonTargetCreated, "Create", "Created migration target pod %s", s.render.Name)

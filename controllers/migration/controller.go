@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -120,7 +121,10 @@ type scope struct {
 	renderErr error
 	// leftovers are the migration's target Pods that have not ended and do not hold the guest.
 	leftovers []*corev1.Pod
-	now       time.Time
+	// earlier names an older unfinished migration of the same instance (set while this one has
+	// not begun): it goes first, so two never take turns overwriting the instance's state.
+	earlier string
+	now     time.Time
 }
 
 // Reconcile moves one migration along: scope, decide, one action, one deferred write of its phase.
@@ -142,16 +146,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	d := decide(s)
 	orig := m.DeepCopy()
-	m.Status.Phase = d.phase
 	defer func() {
 		res, retErr = statuspatch.Result(res, retErr, r.writeStatus(ctx, orig, s, d))
 	}()
 	if err := r.act(ctx, s, d); err != nil {
+		// The phase stays what it was: the phase decided assumed the action done.
 		if apierrors.IsConflict(err) { // an instance write lost its lock: look again on fresh data
 			return ctrl.Result{RequeueAfter: statuspatch.ConflictRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	m.Status.Phase = d.phase
 	return ctrl.Result{RequeueAfter: d.retryAfter}, nil
 }
 
@@ -179,10 +184,16 @@ func (r *Reconciler) observe(ctx context.Context, m *virtv1.VirtualMachineInstan
 		return s, nil
 	}
 	ms := s.inst.Status.MigrationState
-	if ms == nil || ms.MigrationUID != string(m.UID) || ms.Completed || ms.Failed {
+	pending := m.Status.Phase == "" || m.Status.Phase == virtv1.MigrationPending
+	if ms == nil || ms.MigrationUID != string(m.UID) {
+		if pending {
+			return s, r.observeEarlier(ctx, s)
+		}
 		return s, nil
 	}
-	pending := m.Status.Phase == "" || m.Status.Phase == virtv1.MigrationPending
+	if ms.Completed || ms.Failed {
+		return s, nil
+	}
 	key := client.ObjectKey{Namespace: m.Namespace, Name: ms.TargetPod}
 	pod := &corev1.Pod{}
 	err := r.Client.Get(ctx, key, pod)
@@ -200,17 +211,42 @@ func (r *Reconciler) observe(ctx context.Context, m *virtv1.VirtualMachineInstan
 	return s, nil
 }
 
-// observeLeftovers lists the failed migration's target Pods that still run, never the Pod the
-// instance runs in.
+// observeEarlier finds an older unfinished migration of the same instance, if any.
+func (r *Reconciler) observeEarlier(ctx context.Context, s *scope) error {
+	list := &virtv1.VirtualMachineInstanceMigrationList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.m.Namespace)); err != nil {
+		return fmt.Errorf("list migrations: %w", err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == s.m.UID || o.Spec.VMIName != s.m.Spec.VMIName || o.Status.Phase.IsFinal() || o.DeletionTimestamp != nil {
+			continue
+		}
+		if o.CreationTimestamp.Before(&s.m.CreationTimestamp) || (o.CreationTimestamp.Equal(&s.m.CreationTimestamp) && o.Name < s.m.Name) {
+			s.earlier = o.Name
+			return nil
+		}
+	}
+	return nil
+}
+
+// observeLeftovers lists the failed migration's target Pods that still run: uncached (a Pod
+// created just before the migration failed may not be in the cache yet, and once the migration is
+// released nothing would remove it), only Pods the instance controls (a label anyone who may label
+// Pods can set), never the Pod the instance runs in. Without the instance, the garbage collector
+// removes the Pods it controlled.
 func (r *Reconciler) observeLeftovers(ctx context.Context, s *scope) error {
+	if s.inst == nil {
+		return nil
+	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(s.m.Namespace), client.MatchingLabels{launcherv1.MigrationJobLabel: string(s.m.UID)}); err != nil {
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(s.m.Namespace), client.MatchingLabels{launcherv1.MigrationJobLabel: string(s.m.UID)}); err != nil {
 		return fmt.Errorf("list target pods: %w", err)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
-			(s.inst != nil && p.Name == s.inst.Status.LauncherPod) {
+			p.Name == s.inst.Status.LauncherPod || !metav1.IsControlledBy(p, s.inst) {
 			continue
 		}
 		s.leftovers = append(s.leftovers, p)

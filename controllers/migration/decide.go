@@ -76,8 +76,13 @@ func decide(s *scope) decision {
 		switch {
 		case deleting:
 			return failed(ReasonMigrationFailed, whyDeleted)
+		case phase != virtv1.MigrationPending:
+			// Recorded once, now gone: whatever replaced it, this migration can no longer follow it.
+			return failed(ReasonMigrationFailed, "the instance's status.migrationState no longer records this migration")
 		case ms != nil && !ms.Completed && !ms.Failed:
 			return decision{phase: phase} // another migration of the instance runs: wait for it
+		case s.earlier != "":
+			return decision{phase: phase} // an older migration of the instance goes first
 		}
 		if why := notMigratable(inst); why != "" {
 			return failed(ReasonNotMigratable, why)

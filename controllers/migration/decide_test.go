@@ -77,6 +77,7 @@ type observation struct {
 	renderErr bool
 	leftovers int
 	finalizer bool
+	earlier   bool // an older unfinished migration of the instance exists
 }
 
 func (o observation) scope() *scope {
@@ -93,6 +94,9 @@ func (o observation) scope() *scope {
 		m.Finalizers = []string{virtv1.MigrationFinalizer}
 	}
 	s := &scope{m: m, now: t0, target: targets[o.target]}
+	if o.earlier {
+		s.earlier = "older"
+	}
 	for range o.leftovers {
 		s.leftovers = append(s.leftovers, targetPod(corev1.PodRunning, "node-b", 0))
 	}
@@ -159,6 +163,8 @@ func TestDecide(t *testing.T) {
 		{"new migration begins", observation{phase: "", target: "absent"}, pending, actBegin, ""},
 		{"no instance", observation{phase: pending, noInst: true, target: "absent"}, failed, actNone, ReasonNotRunning},
 		{"instance not running", observation{phase: pending, instPhase: virtv1.Scheduled, target: "absent"}, failed, actNone, ReasonNotMigratable},
+		{"an older migration goes first", observation{phase: pending, target: "absent", earlier: true}, pending, actNone, ""},
+		{"record replaced after it began", observation{phase: sched, target: "pending"}, failed, actNone, ReasonMigrationFailed},
 		{"begun: target created", observation{phase: pending, progress: begun, target: "absent"}, sched, actCreateTarget, ""},
 		{"begun: target cannot render", observation{phase: pending, progress: begun, target: "absent", renderErr: true}, pending, actFailInstance, ReasonMigrationFailed},
 		// Following the target Pod.

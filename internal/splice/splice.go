@@ -136,11 +136,29 @@ func (b buffered) CloseWrite() error {
 	return b.Conn.Close()
 }
 
+// ClientEnd is what the end of an upgraded connection's input means.
+type ClientEnd int
+
+const (
+	// ClientHalfCloses: the client's end is a half-close, passed on (a migration stream).
+	ClientHalfCloses ClientEnd = iota
+	// ClientEndsJoin: the client never half-closes (a websocket is behind it: the node agent's
+	// port-forward), so its end is final and ends the join — a service that ignores a half-close
+	// cannot hold the connection open.
+	ClientEndsJoin
+)
+
+// whole hides a connection's half-close: its end ends the join (rule 1).
+type whole struct{ io.ReadWriteCloser }
+
 // Upgrade takes over the HTTP connection of w, answers 101 Switching Protocols to protocol and
-// joins the connection (the client) to target (the service) until the join ends or ctx does.
-// When the connection cannot be taken over it returns the error, nothing written and target
-// closed, so the caller can still answer.
-func Upgrade(ctx context.Context, w http.ResponseWriter, protocol string, target net.Conn) error {
+// joins the connection (the client, whose end means what end says) to target (the service) until
+// the join ends or ctx does. When the connection cannot be taken over it returns the error,
+// nothing written and target closed, so the caller can still answer.
+//
+// ctx must not be the request's own: net/http cancels a hijacked request's context when the
+// client half-closes, which would end the join on the half-close the rule passes on.
+func Upgrade(ctx context.Context, w http.ResponseWriter, protocol string, target net.Conn, end ClientEnd) error {
 	conn, buf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		_ = target.Close()
@@ -155,6 +173,10 @@ func Upgrade(ctx context.Context, w http.ResponseWriter, protocol string, target
 		_ = conn.Close()
 		return nil // the client is gone: nothing to answer
 	}
-	Join(ctx, buffered{Conn: conn, r: buf.Reader}, target, nil)
+	var client io.ReadWriteCloser = buffered{Conn: conn, r: buf.Reader}
+	if end == ClientEndsJoin {
+		client = whole{client}
+	}
+	Join(ctx, client, target, nil)
 	return nil
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,9 +32,6 @@ func tcpPair(t *testing.T) (near, far *net.TCPConn) {
 	t.Cleanup(func() { _ = c.Close(); _ = a.Close() })
 	return c.(*net.TCPConn), a.(*net.TCPConn)
 }
-
-// whole hides CloseWrite: a stream that cannot half-close, as a websocket.
-type whole struct{ net.Conn }
 
 // join runs Join on its own goroutine; the returned channel yields its ending.
 func join(ctx context.Context, client, service io.ReadWriteCloser, finish func(Ending)) <-chan Ending {
@@ -156,4 +156,32 @@ func TestContextEndsTheJoin(t *testing.T) {
 	e := <-ended
 	assert.True(t, e.Canceled)
 	assert.ErrorIs(t, e.Err, why)
+}
+
+// A port-forward's client never half-closes (a websocket is behind the node agent), so its end
+// ends the join: a guest service that ignores a half-close cannot hold the launcher's connection.
+func TestUpgradeClientEndsJoin(t *testing.T) {
+	serviceSide, guest := tcpPair(t)
+	served := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served <- Upgrade(context.WithoutCancel(r.Context()), w, "tcp", serviceSide, ClientEndsJoin)
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\nping"))
+	require.NoError(t, err)
+	buf := make([]byte, 4)
+	_, err = io.ReadFull(guest, buf)
+	require.NoError(t, err)
+	require.NoError(t, conn.(*net.TCPConn).CloseWrite()) // the agent went away; the guest never answers
+	select {
+	case err := <-served:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the join waits for a guest that ignores the half-close")
+	}
+	_, err = io.ReadAll(guest)
+	require.NoError(t, err, "the guest's connection was closed")
 }

@@ -98,7 +98,7 @@ func portForward(g *guest) http.HandlerFunc {
 			writeJSON(w, http.StatusBadGateway, launcherv1.Error{Message: fmt.Sprintf("connect to guest port %d: %v", port, err)})
 			return
 		}
-		if err := splice.Upgrade(r.Context(), w, launcherv1.UpgradeTCP, guestConn); err != nil {
+		if err := splice.Upgrade(context.WithoutCancel(r.Context()), w, launcherv1.UpgradeTCP, guestConn, splice.ClientEndsJoin); err != nil {
 			writeJSON(w, http.StatusInternalServerError, launcherv1.Error{Message: err.Error()})
 		}
 	}
