@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -45,7 +46,10 @@ func run() error {
 	if ns == "" {
 		ns = heartbeatv1.Namespace
 	}
-	def := podtemplate.DefaultOverhead()
+	def, defStorage := podtemplate.DefaultOverhead(), podtemplate.DefaultStorage()
+	var storageFixed, storagePerDisk string
+	flag.StringVar(&storageFixed, "storage-fixed", defStorage.Fixed.String(), "node disk a launcher Pod may use besides its disks (ISOs, serial log, libvirt's files)")
+	flag.StringVar(&storagePerDisk, "storage-per-container-disk", defStorage.PerContainerDisk.String(), "node disk one containerDisk volume may use: its image's copy and the guest's writes over it")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so only one replica acts at a time")
@@ -82,13 +86,18 @@ func run() error {
 		in  string
 		out *resource.Quantity
 	}{
-		"--overhead-fixed":     {fixed, &o.Launcher.Overhead.Fixed},
-		"--overhead-per-vcpu":  {perVCPU, &o.Launcher.Overhead.PerVCPU},
-		"--overhead-emulation": {emulated, &o.Launcher.Overhead.Emulation},
+		"--overhead-fixed":             {fixed, &o.Launcher.Overhead.Fixed},
+		"--overhead-per-vcpu":          {perVCPU, &o.Launcher.Overhead.PerVCPU},
+		"--overhead-emulation":         {emulated, &o.Launcher.Overhead.Emulation},
+		"--storage-fixed":              {storageFixed, &o.Launcher.Storage.Fixed},
+		"--storage-per-container-disk": {storagePerDisk, &o.Launcher.Storage.PerContainerDisk},
 	} {
 		v, err := resource.ParseQuantity(q.in)
 		if err != nil {
 			return fmt.Errorf("%s: %w", flagName, err)
+		}
+		if v.Sign() < 0 || (v.IsZero() && strings.HasPrefix(flagName, "--storage")) {
+			return fmt.Errorf("%s: %s is not a positive quantity", flagName, q.in)
 		}
 		*q.out = v
 	}

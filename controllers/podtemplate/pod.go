@@ -30,6 +30,8 @@ type Config struct {
 	Overhead Overhead
 	// LauncherUID is the non-root user the launcher runs as.
 	LauncherUID int64
+	// Storage bounds the node disk the Pod may use; DefaultStorage when zero.
+	Storage Storage
 	// DiskImagePullPolicy, when set, is the pull policy of containerDisk and kernelBoot images that
 	// do not name one. Kubernetes' default (Always for :latest) needs a registry; a cluster whose
 	// images are imported locally sets IfNotPresent.
@@ -92,7 +94,13 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 			return nil, fmt.Errorf("spec.volumes[%d].hostDisk.path: %q is not under %s", i, v.HostDisk.Path, launcherv1.HostDiskDir(vmi.Namespace))
 		}
 	}
-	volumes, computeMounts := podVolumes(vmi)
+	storage := cfg.Storage
+	if storage == (Storage{}) {
+		storage = DefaultStorage()
+	}
+	private := storage.For(vmi)
+	addStorage(&resources, &private)
+	volumes, computeMounts := podVolumes(vmi, private)
 	disks := diskContainers(vmi, cfg)
 	compute := computeContainer(vmi, cfg, resources, computeMounts)
 	if len(disks) > 0 {
@@ -176,14 +184,14 @@ var (
 	binMount     = corev1.VolumeMount{Name: launcherv1.BinVolume, MountPath: launcherv1.BinDir}
 )
 
-// podVolumes: the private and bin emptyDirs, one secret volume per Secret the cloud-init volumes
+// podVolumes: the private emptyDir (of at most private bytes) and the bin one, one secret volume per Secret the cloud-init volumes
 // name, one volume per PVC, config disk or host disk directory, huge pages, the persistent state
 // claim; and the compute container's mounts of them.
-func podVolumes(vmi *virtv1.VirtualMachineInstance) ([]corev1.Volume, []corev1.VolumeMount) {
+func podVolumes(vmi *virtv1.VirtualMachineInstance, private resource.Quantity) ([]corev1.Volume, []corev1.VolumeMount) {
 	mounts := []corev1.VolumeMount{privateMount}
 	volumes := []corev1.Volume{
-		{Name: launcherv1.PrivateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: launcherv1.BinVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: launcherv1.PrivateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &private}}},
+		{Name: launcherv1.BinVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(binStorage.DeepCopy())}}},
 	}
 	mounted := map[string]bool{} // secrets already mounted
 	for i, v := range vmi.Spec.Volumes {
@@ -489,10 +497,12 @@ func addDeviceRequests(vmi *virtv1.VirtualMachineInstance, req, lim corev1.Resou
 
 // helperResources bounds the small helper containers.
 func helperResources() corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{
+	r := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 	}
+	addStorage(&r, nil)
+	return r
 }
 
 // podSecurity: the launcher runs as a non-root user; the sysctl lets it forward guest ports
