@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
@@ -61,21 +60,16 @@ func ensureNamespace(t *testing.T, name string) {
 	}
 }
 
-// TestShippedRBACIsEnough runs the agent as its ServiceAccount, with exactly the RBAC in
-// install/node-agent/rbac.yaml, through a whole guest life: anything missing there fails here.
+// TestShippedRBACIsEnough runs the agent as its ServiceAccount (with its node's token claim), with
+// exactly the RBAC and policy in install/node-agent, through a whole guest life: anything missing
+// there fails here.
 func TestShippedRBACIsEnough(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx := context.Background()
 	ensureNamespace(t, heartbeatv1.Namespace)
-	for _, obj := range readManifests(t, "rbac.yaml") {
-		err := e.Client.Create(ctx, obj)
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err, "%s %s", obj.GetKind(), obj.GetName())
-		}
-		t.Cleanup(func() { _ = e.Client.Delete(ctx, obj) })
-	}
-	asAgent := rest.CopyConfig(e.Config)
-	asAgent.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:podvirt:virt-handler"}
+	applyShipped(t, "rbac.yaml", "policy.yaml")
+	n := newNode(t, heartbeatv1.Namespace)
+	asAgent := agentConfig(e, n.name)
 
 	// The impersonation is real: the ServiceAccount may not do what the RBAC does not grant.
 	sa, err := client.New(asAgent, client.Options{Scheme: e.Scheme})
@@ -84,7 +78,6 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err), "deleting pods must be forbidden, got %v", err)
 
 	ns := e.Namespace(t)
-	n := newNode(t, heartbeatv1.Namespace)
 	nodeObj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}}
 	require.NoError(t, e.Client.Create(ctx, nodeObj))
 	t.Cleanup(func() { _ = e.Client.Delete(ctx, nodeObj) })
