@@ -126,3 +126,29 @@ func Contains(got, want any) bool {
 		return errG == nil && errX == nil && string(g) == string(x)
 	}
 }
+
+// InstanceSpecs returns, as JSON, the instance spec of every manifest in dir (a VMI's spec, a VM's
+// or replica set's template spec): the seed corpus of the fuzz targets that take an instance spec.
+func InstanceSpecs(dir string) ([][]byte, error) {
+	manifests, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, m := range manifests {
+		path := []string{"spec"}
+		if m.Object.GetKind() != "VirtualMachineInstance" {
+			path = []string{"spec", "template", "spec"}
+		}
+		spec, found, err := unstructured.NestedFieldNoCopy(m.Object.Object, path...)
+		if err != nil || !found {
+			continue
+		}
+		raw, err := json.Marshal(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.File, err)
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
