@@ -4,7 +4,8 @@
 FUZZ_TARGETS := \
 	./controllers/podtemplate:FuzzRenderPod \
 	./nodeagent/launcher/domainxml:FuzzBuild \
-	./apiserver/admission:FuzzValidateInstanceSpec
+	./apiserver/admission:FuzzValidateInstanceSpec \
+	./api/launcher/v1:FuzzBounded
 FUZZTIME ?= 10m
 FUZZ_SHORT ?= 15s
 

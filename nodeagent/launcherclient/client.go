@@ -64,6 +64,7 @@ func replyError(path string, code int, raw []byte) *Error {
 	if json.Unmarshal(raw, &le) == nil && le.Message != "" {
 		e.Message = le.Message
 	}
+	e.Message = launcherv1.BoundedMessage(e.Message) // it reaches the instance's conditions
 	return e
 }
 
@@ -294,6 +295,7 @@ func (c *Client) ExitStatus() (*launcherv1.Status, error) {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("decode launcher exit status %s: %w", launcherv1.ExitFile, err)
 	}
+	st = st.Bounded()
 	return &st, nil
 }
 
@@ -343,25 +345,19 @@ func (c *Client) Ping(ctx context.Context) (string, error) {
 
 // Sync hands the launcher its VMI; it defines and starts the domain if it is not yet.
 func (c *Client) Sync(ctx context.Context, req launcherv1.SyncRequest) (launcherv1.Status, error) {
-	var st launcherv1.Status
-	err := c.do(ctx, http.MethodPost, launcherv1.PathSync, req, &st, SyncTimeout)
-	return st, err
+	return c.status(ctx, http.MethodPost, launcherv1.PathSync, req, SyncTimeout)
 }
 
 // PrepareTarget makes the launcher a migration target for its VMI: it prepares the instance's
 // files and waits for the guest to arrive (launcherv1.PathMigrationTarget).
 func (c *Client) PrepareTarget(ctx context.Context, req launcherv1.SyncRequest) (launcherv1.Status, error) {
-	var st launcherv1.Status
-	err := c.do(ctx, http.MethodPost, launcherv1.PathMigrationTarget, req, &st, SyncTimeout)
-	return st, err
+	return c.status(ctx, http.MethodPost, launcherv1.PathMigrationTarget, req, SyncTimeout)
 }
 
 // Migrate starts the live migration of the guest to the target reached through the sockets in
 // launcherv1.MigrationDir (launcherv1.PathMigrate); Status follows it.
 func (c *Client) Migrate(ctx context.Context, req launcherv1.MigrateRequest) (launcherv1.Status, error) {
-	var st launcherv1.Status
-	err := c.do(ctx, http.MethodPost, launcherv1.PathMigrate, req, &st, DefaultTimeout)
-	return st, err
+	return c.status(ctx, http.MethodPost, launcherv1.PathMigrate, req, DefaultTimeout)
 }
 
 // CancelMigration aborts the running migration: the guest stays (launcherv1.PathMigrateCancel).
@@ -392,23 +388,25 @@ func (c *Client) Kill(ctx context.Context) error {
 
 // Pause pauses the guest.
 func (c *Client) Pause(ctx context.Context) (launcherv1.Status, error) {
-	var st launcherv1.Status
-	err := c.do(ctx, http.MethodPost, launcherv1.PathPause, nil, &st, DefaultTimeout)
-	return st, err
+	return c.status(ctx, http.MethodPost, launcherv1.PathPause, nil, DefaultTimeout)
 }
 
 // Unpause resumes a paused guest.
 func (c *Client) Unpause(ctx context.Context) (launcherv1.Status, error) {
-	var st launcherv1.Status
-	err := c.do(ctx, http.MethodPost, launcherv1.PathUnpause, nil, &st, DefaultTimeout)
-	return st, err
+	return c.status(ctx, http.MethodPost, launcherv1.PathUnpause, nil, DefaultTimeout)
 }
 
 // Status reports the guest's state.
 func (c *Client) Status(ctx context.Context) (launcherv1.Status, error) {
+	return c.status(ctx, http.MethodGet, launcherv1.PathStatus, nil, DefaultTimeout)
+}
+
+// status sends one request whose reply is the guest's status, bounded (launcherv1.Status.Bounded):
+// the launcher is the tenant's, and the agent passes what it says on to the API.
+func (c *Client) status(ctx context.Context, method, path string, in any, timeout time.Duration) (launcherv1.Status, error) {
 	var st launcherv1.Status
-	err := c.do(ctx, http.MethodGet, launcherv1.PathStatus, nil, &st, DefaultTimeout)
-	return st, err
+	err := c.do(ctx, method, path, in, &st, timeout)
+	return st.Bounded(), err
 }
 
 // do sends one request; in (if not nil) is the JSON body, out (if not nil) receives the JSON reply.

@@ -1,0 +1,123 @@
+package v1
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds of a launcher's report. A launcher runs in the tenant's Pod (the tenant can exec into it),
+// so the node agent passes nothing of a report on to the API before Bounded made it safe: a
+// condition's reason must match the API's pattern, a message must fit, a list must be short.
+const (
+	// MaxReasonLength bounds a reason (CamelCase, as the API's condition reasons).
+	MaxReasonLength = 64
+	// MaxMessageLength bounds a message, in bytes.
+	MaxMessageLength = 1024
+	// MaxInterfaces bounds the NICs a report may list.
+	MaxInterfaces = 32
+	// MaxIPsPerInterface bounds the addresses of one NIC.
+	MaxIPsPerInterface = 8
+	// ReasonUnknown replaces a reason that is not CamelCase.
+	ReasonUnknown = "Unknown"
+)
+
+// Bounded returns s made safe to pass on: a reason that is not CamelCase of at most
+// MaxReasonLength becomes ReasonUnknown; messages are cut to MaxMessageLength bytes of valid UTF-8
+// without control characters; at most MaxInterfaces NICs, those named by a DNS label, each with at
+// most MaxIPsPerInterface short addresses and a short MAC.
+func (s Status) Bounded() Status {
+	s.Reason = BoundedReason(s.Reason)
+	s.Message = BoundedMessage(s.Message)
+	if len(s.Interfaces) > 0 {
+		nics := make([]Interface, 0, min(len(s.Interfaces), MaxInterfaces))
+		for _, i := range s.Interfaces {
+			if len(nics) == MaxInterfaces {
+				break
+			}
+			if !isDNSLabel(i.Name) {
+				continue
+			}
+			i.MAC = shortWord(i.MAC, 64)
+			ips := make([]string, 0, min(len(i.IPs), MaxIPsPerInterface))
+			for _, ip := range i.IPs {
+				if ip = shortWord(ip, 64); ip != "" && len(ips) < MaxIPsPerInterface {
+					ips = append(ips, ip)
+				}
+			}
+			i.IPs = ips
+			nics = append(nics, i)
+		}
+		s.Interfaces = nics
+	}
+	if m := s.Migration; m != nil {
+		c := *m
+		c.UID = shortWord(c.UID, 128)
+		c.Message = BoundedMessage(c.Message)
+		s.Migration = &c
+	}
+	return s
+}
+
+// BoundedReason is r when it is CamelCase ([A-Za-z][A-Za-z0-9]*) of at most MaxReasonLength, else
+// ReasonUnknown.
+func BoundedReason(r string) string {
+	if r == "" {
+		return ""
+	}
+	if len(r) > MaxReasonLength {
+		return ReasonUnknown
+	}
+	for i, c := range r {
+		letter := c < utf8.RuneSelf && unicode.IsLetter(c)
+		if !letter && (i == 0 || c >= utf8.RuneSelf || !unicode.IsDigit(c)) {
+			return ReasonUnknown
+		}
+	}
+	return r
+}
+
+// BoundedMessage is m as valid UTF-8 without control characters (a newline or tab becomes a space),
+// cut to at most MaxMessageLength bytes on a character boundary.
+func BoundedMessage(m string) string {
+	m = strings.ToValidUTF8(m, "\uFFFD")
+	var b strings.Builder
+	for _, c := range m {
+		if unicode.IsControl(c) {
+			c = ' '
+		}
+		if b.Len()+utf8.RuneLen(c) > MaxMessageLength {
+			break
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// shortWord is s when it is at most n printable ASCII characters without spaces, else "".
+func shortWord(s string, n int) string {
+	if len(s) > n {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return ""
+		}
+	}
+	return s
+}
+
+// isDNSLabel: lower-case alphanumerics and '-', starting and ending alphanumeric, at most 63.
+func isDNSLabel(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
+}
