@@ -25,7 +25,7 @@ import (
 // fails while the heartbeat is not being renewed.
 type Heartbeat struct {
 	// Client reads and writes Leases without a cache; it also reads the Node (the Lease's owner, so
-	// that deleting the Node deletes its Lease).
+	// that deleting the Node deletes its Lease). Setup gives it the heartbeat's own client.
 	Client    client.Client
 	Namespace string
 	NodeName  string
@@ -87,6 +87,8 @@ func (h *Heartbeat) Fresh() bool {
 // renew creates the lease or moves its renewTime (with the lease's resourceVersion: a concurrent
 // writer makes this renewal fail and the next one succeed).
 func (h *Heartbeat) renew(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, h.Interval) // a renewal never outlives the next one's turn
+	defer cancel()
 	now := metav1.NewMicroTime(h.Clock.Now())
 	key := client.ObjectKey{Namespace: h.Namespace, Name: heartbeatv1.LeaseName(h.NodeName)}
 	lease := &coordinationv1.Lease{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -122,4 +123,26 @@ func TestShippedPolicyScopesTheAgentToItsNode(t *testing.T) {
 	leader.Spec.HolderIdentity = ptr.To("node-a-agent")
 	err = a.Update(ctx, leader)
 	require.Truef(t, apierrors.IsForbidden(err), "the leader lease: %v", err)
+}
+
+// The heartbeats have their own API priority: the apiserver classifies the agent's lease requests
+// under the shipped FlowSchema (node-high, as the kubelets' own leases), as its response headers say.
+func TestShippedFlowSchemaPrioritisesHeartbeats(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := context.Background()
+	ensureNamespace(t, heartbeatv1.Namespace)
+	applyShipped(t, "rbac.yaml", "policy.yaml", "flowschema.yaml")
+	fs := &flowcontrolv1.FlowSchema{}
+	require.NoError(t, e.Client.Get(ctx, client.ObjectKey{Name: "podvirt-heartbeats"}, fs))
+	hc, err := rest.HTTPClientFor(agentConfig(e, "node-a"))
+	require.NoError(t, err)
+	url := e.Config.Host + "/apis/coordination.k8s.io/v1/namespaces/" + heartbeatv1.Namespace + "/leases/" + heartbeatv1.LeaseName("node-a")
+	eventually(t, "the agent's lease requests are classified under podvirt-heartbeats", func() bool {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) == string(fs.UID)
+	})
 }

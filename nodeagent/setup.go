@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -99,6 +100,22 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&coordinationv1.Lease{}, &corev1.Node{}}}}
 }
 
+// heartbeatClient is the heartbeat's own client: its own rate limiter and connection settings, so
+// the agent's other requests cannot hold a renewal back, and a per-request timeout of one renewal
+// interval (the apiserver gives the heartbeat's requests their own priority: install/node-agent's
+// FlowSchema).
+func heartbeatClient(mgr ctrl.Manager, interval time.Duration) (client.Client, error) {
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.Timeout = interval
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = 5, 10, nil
+	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + " heartbeat"
+	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat client: %w", err)
+	}
+	return c, nil
+}
+
 // Agent is what Setup added to the manager.
 type Agent struct {
 	Reconciler *Reconciler
@@ -125,10 +142,15 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 			HostDiskDir: cfg.HostDiskDir, QemuCapabilities: &QemuCapabilities{Dir: cfg.QemuCapabilitiesDir},
 		},
 		Heartbeat: &Heartbeat{
-			Client: mgr.GetClient(), Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,
+			Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,
 			Interval: cfg.HeartbeatInterval, Clock: cfg.Clock,
 		},
 	}
+	hb, err := heartbeatClient(mgr, cfg.HeartbeatInterval)
+	if err != nil {
+		return nil, err
+	}
+	a.Heartbeat.Client = hb
 	a.Reconciler.Vouching = a.Heartbeat.Fresh
 	// The proxies log through slog (their package needs no controller-runtime); the bridge sends it
 	// to the manager's logger, so the agent writes every line in one format.
