@@ -5,7 +5,8 @@ FUZZ_TARGETS := \
 	./controllers/podtemplate:FuzzRenderPod \
 	./nodeagent/launcher/domainxml:FuzzBuild \
 	./apiserver/admission:FuzzValidateInstanceSpec \
-	./api/launcher/v1:FuzzBounded
+	./api/launcher/v1:FuzzBounded \
+	./apiserver:FuzzReadBody
 FUZZTIME ?= 10m
 FUZZ_SHORT ?= 15s
 
