@@ -25,7 +25,9 @@ const PathEvictLauncher = "/launcher-eviction-interceptor"
 // LiveMigrateIfPossible when it is live-migratable): that instance is marked for evacuation
 // (status.evacuationNodeName, which the migration controller turns into a migration) and the
 // eviction is refused with 429 Too Many Requests, which kubectl drain retries. Once the guest has
-// moved, the source Pod has completed and its eviction goes through.
+// moved, the source Pod has completed and its eviction goes through. Once the evacuation has given
+// up (virtv1.MaxEvacuationAttempts failed migrations off the node), the eviction goes through with
+// a warning: the guest stops, and the drain ends.
 type evictionInterceptor struct {
 	client client.Client
 }
@@ -52,6 +54,14 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 	}
 	if !migratesOnEviction(vmi) || vmi.UID != owner.UID || vmi.Status.Phase != virtv1.Running || vmi.Status.LauncherPod != pod.Name {
 		return admission.Allowed("")
+	}
+	migrations := &virtv1.VirtualMachineInstanceMigrationList{}
+	if err := h.client.List(ctx, migrations, client.InNamespace(vmi.Namespace)); err != nil {
+		return retryLater(fmt.Errorf("list the migrations of instance %s: %w", vmi.Name, err))
+	}
+	if failed := virtv1.FailedEvacuations(migrations.Items, vmi, pod.Spec.NodeName); failed >= virtv1.MaxEvacuationAttempts {
+		return admission.Allowed("").WithWarnings(fmt.Sprintf("VMI %s/%s could not live-migrate off node %s (%d migrations failed): the eviction stops it",
+			vmi.Namespace, vmi.Name, pod.Spec.NodeName, failed))
 	}
 	if vmi.Status.EvacuationNodeName != pod.Spec.NodeName && (req.DryRun == nil || !*req.DryRun) {
 		patch := client.MergeFrom(vmi.DeepCopy())

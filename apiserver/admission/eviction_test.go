@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,8 +40,12 @@ func TestEvictionInterceptor(t *testing.T) {
 		instance("maybe", virtv1.EvictionStrategyLiveMigrateIfPossible, metav1.ConditionFalse),
 		pod("virt-launcher-mig", "mig"), pod("virt-launcher-mig-old", "mig"), pod("virt-launcher-dry", "dry"),
 		pod("virt-launcher-stop", "stop"), pod("virt-launcher-maybe", "maybe"),
+		instance("tired", virtv1.EvictionStrategyLiveMigrate, metav1.ConditionTrue), pod("virt-launcher-tired", "tired"),
+		instance("tries", virtv1.EvictionStrategyLiveMigrate, metav1.ConditionTrue), pod("virt-launcher-tries", "tries"),
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}},
-	).Build()
+	).WithLists(&virtv1.VirtualMachineInstanceMigrationList{Items: append(
+		failedEvacuations("tired", "node-a", virtv1.MaxEvacuationAttempts),
+		failedEvacuations("tries", "node-a", virtv1.MaxEvacuationAttempts-1)...)}).Build()
 	h := evictionInterceptor{client: c}
 	for _, tc := range []struct {
 		pod    string
@@ -54,6 +59,8 @@ func TestEvictionInterceptor(t *testing.T) {
 		{pod: "gone"},
 		{pod: "virt-launcher-dry", dryRun: true, denied: true},
 		{pod: "virt-launcher-mig", denied: true},
+		{pod: "virt-launcher-tired"},              // its evacuation gave up: the drain ends
+		{pod: "virt-launcher-tries", denied: true}, // one attempt left
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
 			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: "ns", Name: tc.pod, SubResource: "eviction", DryRun: ptr.To(tc.dryRun)}}
@@ -70,4 +77,17 @@ func TestEvictionInterceptor(t *testing.T) {
 		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, v))
 		assert.Equal(t, want, v.Status.EvacuationNodeName, name)
 	}
+}
+
+// failedEvacuations are n failed migrations that tried to move vmi off node.
+func failedEvacuations(vmi, node string, n int) []virtv1.VirtualMachineInstanceMigration {
+	var out []virtv1.VirtualMachineInstanceMigration
+	for i := range n {
+		out = append(out, virtv1.VirtualMachineInstanceMigration{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("kubevirt-evacuation-%s-%d", vmi, i), Labels: map[string]string{virtv1.EvacuationNodeLabel: node}},
+			Spec:       virtv1.VirtualMachineInstanceMigrationSpec{VMIName: vmi},
+			Status:     virtv1.VirtualMachineInstanceMigrationStatus{Phase: virtv1.MigrationFailed},
+		})
+	}
+	return out
 }

@@ -21,13 +21,18 @@ import (
 // migrated again.
 const EvacuationRetry = time.Minute
 
-// ReasonEvacuating is the Event of a migration created for an evacuation.
-const ReasonEvacuating = "EvacuationMigrationCreated"
+// Events of evacuations: a migration created for one, and an evacuation given up after
+// virtv1.MaxEvacuationAttempts failed migrations.
+const (
+	ReasonEvacuating       = "EvacuationMigrationCreated"
+	ReasonEvacuationFailed = "EvacuationFailed"
+)
 
 // EvacuationReconciler migrates the instances marked for evacuation (status.evacuationNodeName:
 // virt-api's eviction webhook sets it when it refuses the eviction of their launcher Pod, e.g.
 // during kubectl drain) off that node, one migration at a time. The source's node agent clears the
-// mark when the instance has moved.
+// mark when the instance has moved. After virtv1.MaxEvacuationAttempts failed migrations it gives
+// up, saying so in an Event, and the webhook lets the eviction through: a drain always ends.
 type EvacuationReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -77,9 +82,19 @@ func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, nil
 		}
 	}
+	if failed := virtv1.FailedEvacuations(list.Items, inst, node); failed >= virtv1.MaxEvacuationAttempts {
+		why := ""
+		if ms := inst.Status.MigrationState; ms != nil && ms.Failed && ms.FailureReason != "" {
+			why = " (last: " + ms.FailureReason + ")"
+		}
+		r.Recorder.Eventf(inst, nil, corev1.EventTypeWarning, ReasonEvacuationFailed, "Migrate",
+			"Gave up moving the instance off node %s after %d failed migrations%s: the eviction of its launcher Pod now stops it", node, failed, why)
+		return ctrl.Result{}, nil
+	}
 	m := &virtv1.VirtualMachineInstanceMigration{
-		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, GenerateName: "kubevirt-evacuation-"},
-		Spec:       virtv1.VirtualMachineInstanceMigrationSpec{VMIName: inst.Name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, GenerateName: "kubevirt-evacuation-",
+			Labels: map[string]string{virtv1.EvacuationNodeLabel: node}},
+		Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: inst.Name},
 	}
 	if err := r.Client.Create(ctx, m); err != nil {
 		return ctrl.Result{}, fmt.Errorf("create evacuation migration: %w", err)
