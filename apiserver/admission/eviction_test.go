@@ -59,7 +59,7 @@ func TestEvictionInterceptor(t *testing.T) {
 		{pod: "gone"},
 		{pod: "virt-launcher-dry", dryRun: true, denied: true},
 		{pod: "virt-launcher-mig", denied: true},
-		{pod: "virt-launcher-tired"},              // its evacuation gave up: the drain ends
+		{pod: "virt-launcher-tired"},               // its evacuation gave up: the drain ends
 		{pod: "virt-launcher-tries", denied: true}, // one attempt left
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
