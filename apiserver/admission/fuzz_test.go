@@ -17,13 +17,7 @@ import (
 // stable). `make fuzz` runs it for minutes; `go test` runs the seeds. Run with -short: the
 // package's integration tests need a control plane.
 func FuzzValidateInstanceSpec(f *testing.F) {
-	seeds, err := corpus.InstanceSpecs("../../api/v1/testdata/corpus")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, s := range seeds {
-		f.Add(s)
-	}
+	corpus.SeedInstanceSpecs(f, "../../api/v1/testdata/corpus")
 	policies := []Policy{{}, {HostDisk: true, CrossNamespaceNetworks: true}}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec := &virtv1.VirtualMachineInstanceSpec{}

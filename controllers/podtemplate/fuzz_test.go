@@ -24,13 +24,7 @@ var mountRoots = []string{launcherv1.PrivateDir, launcherv1.BinDir, launcherv1.P
 // the namespace's host disk directory, bounds every disk-backed emptyDir, and copies container
 // disks only into the private directory. `make fuzz` runs it for minutes; `go test` runs the seeds.
 func FuzzRenderPod(f *testing.F) {
-	seeds, err := corpus.InstanceSpecs("../../api/v1/testdata/corpus")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, s := range seeds {
-		f.Add(s)
-	}
+	corpus.SeedInstanceSpecs(f, "../../api/v1/testdata/corpus")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "vm", UID: "uid-1"}}
 		if json.Unmarshal(data, &vmi.Spec) != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -124,6 +125,18 @@ func Contains(got, want any) bool {
 		g, errG := json.Marshal(got)
 		x, errX := json.Marshal(want)
 		return errG == nil && errX == nil && string(g) == string(x)
+	}
+}
+
+// SeedInstanceSpecs adds InstanceSpecs(dir) to a fuzz target's seed corpus.
+func SeedInstanceSpecs(f *testing.F, dir string) {
+	f.Helper()
+	seeds, err := InstanceSpecs(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range seeds {
+		f.Add(s)
 	}
 }
 

@@ -19,13 +19,7 @@ import (
 // or every file the launcher is to create and every disk source lies under one of the Pod's roots,
 // and the domain XML parses back. `make fuzz` runs it for minutes; `go test` runs the seeds.
 func FuzzBuild(f *testing.F) {
-	seeds, err := corpus.InstanceSpecs("../../../api/v1/testdata/corpus")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, s := range seeds {
-		f.Add(s)
-	}
+	corpus.SeedInstanceSpecs(f, "../../../api/v1/testdata/corpus")
 	roots := []string{privateDir, launcherv1.PVCMountRoot, launcherv1.HostDiskMountRoot, launcherv1.ConfigDiskMountRoot, launcherv1.PersistentStateDir}
 	under := func(p string) bool {
 		if p == "" || path.Clean(p) != p {
