@@ -61,6 +61,9 @@ func (r *Reconciler) sendGuest(ctx context.Context, s *scope, st launcherv1.Stat
 	switch {
 	case m != nil && ms.StartTimestamp == nil: // started by a pass whose status write was lost
 		start := metav1.NewTime(m.StartTime)
+		if m.StartTime.IsZero() { // a time the launcher could not give (Bounded drops an impossible one)
+			start = metav1.NewTime(r.Clock.Now())
+		}
 		ms.StartTimestamp = &start
 	case m == nil && ms.StartTimestamp != nil && st.State != launcherv1.DomainRunning:
 		r.migrationFailed(s, "the source launcher no longer runs the guest")
@@ -126,7 +129,7 @@ func (r *Reconciler) startSending(ctx context.Context, s *scope) error {
 		return nil
 	}
 	start := metav1.NewTime(r.Clock.Now())
-	if st.Migration != nil {
+	if st.Migration != nil && !st.Migration.StartTime.IsZero() {
 		start = metav1.NewTime(st.Migration.StartTime)
 	}
 	ms.StartTimestamp = &start

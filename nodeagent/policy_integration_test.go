@@ -91,8 +91,10 @@ func TestShippedPolicyScopesTheAgentToItsNode(t *testing.T) {
 	})
 	require.NoError(t, write(a, own, func(st *virtv1.VirtualMachineInstanceStatus) { st.Reason = "Observed" }), "its own node's instance")
 	require.NoError(t, write(a, incoming, func(st *virtv1.VirtualMachineInstanceStatus) {
+		now := metav1.Now()
 		st.MigrationState.TargetNodeAddress = "10.0.0.1:8186"
-	}), "the migration state of an instance migrating to its node")
+		st.MigrationState.TargetNodeDomainDetected, st.MigrationState.TargetNodeDomainReadyTimestamp = true, &now
+	}), "what the target reports of an instance migrating to its node")
 	for name, c := range map[string]struct {
 		c      client.Client
 		vmi    *virtv1.VirtualMachineInstance
@@ -103,6 +105,9 @@ func TestShippedPolicyScopesTheAgentToItsNode(t *testing.T) {
 		"an incoming instance's phase":           {a, incoming, fail},
 		"an incoming instance's node":            {a, incoming, func(st *virtv1.VirtualMachineInstanceStatus) { st.NodeName = "node-a" }},
 		"an incoming migration's target":         {a, incoming, func(st *virtv1.VirtualMachineInstanceStatus) { st.MigrationState.TargetNode = "node-c" }},
+		"an incoming migration's completion":     {a, incoming, func(st *virtv1.VirtualMachineInstanceStatus) { st.MigrationState.Completed = true }},
+		"an incoming migration's failure":        {a, incoming, func(st *virtv1.VirtualMachineInstanceStatus) { st.MigrationState.Failed = true }},
+		"an incoming migration's source Pod":     {a, incoming, func(st *virtv1.VirtualMachineInstanceStatus) { st.MigrationState.SourcePod = "elsewhere" }},
 		"a token naming no node":                 {noClaim, own, fail},
 	} {
 		err := write(c.c, c.vmi, c.change)

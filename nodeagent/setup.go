@@ -100,12 +100,16 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&coordinationv1.Lease{}, &corev1.Node{}}}}
 }
 
-// heartbeatClient is the heartbeat's own client: its own rate limiter and connection settings, so
+// heartbeatClient is the heartbeat's own client: its own rate limiter and connection, so
 // the agent's other requests cannot hold a renewal back, and a per-request timeout of one renewal
 // interval (the apiserver gives the heartbeat's requests their own priority: install/node-agent's
 // FlowSchema).
 func heartbeatClient(mgr ctrl.Manager, interval time.Duration) (client.Client, error) {
 	cfg := rest.CopyConfig(mgr.GetConfig())
+	// HTTP/1.1: a transport of its own (client-go shares one per TLS configuration, and an HTTP/2
+	// connection silently dropped would hold every request on it for longer than VouchLimit); a
+	// request that times out closes its connection.
+	cfg.NextProtos = []string{"http/1.1"}
 	cfg.Timeout = interval
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = 5, 10, nil
 	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + " heartbeat"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,7 +60,7 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 	if err := h.client.List(ctx, migrations, client.InNamespace(vmi.Namespace)); err != nil {
 		return retryLater(fmt.Errorf("list the migrations of instance %s: %w", vmi.Name, err))
 	}
-	if failed := virtv1.FailedEvacuations(migrations.Items, vmi, pod.Spec.NodeName); failed >= virtv1.MaxEvacuationAttempts {
+	if failed := virtv1.FailedEvacuations(migrations.Items, vmi, pod.Spec.NodeName, time.Now()); failed >= virtv1.MaxEvacuationAttempts {
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("VMI %s/%s could not live-migrate off node %s (%d migrations failed): the eviction stops it",
 			vmi.Namespace, vmi.Name, pod.Spec.NodeName, failed))
 	}

@@ -84,7 +84,7 @@ func failedEvacuations(vmi, node string, n int) []virtv1.VirtualMachineInstanceM
 	var out []virtv1.VirtualMachineInstanceMigration
 	for i := range n {
 		out = append(out, virtv1.VirtualMachineInstanceMigration{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("kubevirt-evacuation-%s-%d", vmi, i), Labels: map[string]string{virtv1.EvacuationNodeLabel: node}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("kubevirt-evacuation-%s-%d", vmi, i), Annotations: map[string]string{virtv1.EvacuationNodeAnnotation: node}, CreationTimestamp: metav1.Now()},
 			Spec:       virtv1.VirtualMachineInstanceMigrationSpec{VMIName: vmi},
 			Status:     virtv1.VirtualMachineInstanceMigrationStatus{Phase: virtv1.MigrationFailed},
 		})

@@ -82,7 +82,7 @@ func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, nil
 		}
 	}
-	if failed := virtv1.FailedEvacuations(list.Items, inst, node); failed >= virtv1.MaxEvacuationAttempts {
+	if failed := virtv1.FailedEvacuations(list.Items, inst, node, r.Clock.Now()); failed >= virtv1.MaxEvacuationAttempts {
 		why := ""
 		if ms := inst.Status.MigrationState; ms != nil && ms.Failed && ms.FailureReason != "" {
 			why = " (last: " + ms.FailureReason + ")"
@@ -93,7 +93,7 @@ func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	m := &virtv1.VirtualMachineInstanceMigration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, GenerateName: "kubevirt-evacuation-",
-			Labels: map[string]string{virtv1.EvacuationNodeLabel: node}},
+			Annotations: map[string]string{virtv1.EvacuationNodeAnnotation: node}},
 		Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: inst.Name},
 	}
 	if err := r.Client.Create(ctx, m); err != nil {

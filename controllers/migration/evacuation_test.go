@@ -34,7 +34,7 @@ func TestEvacuationGivesUp(t *testing.T) {
 			objs = append(objs, inst)
 			for i := range failed {
 				objs = append(objs, &virtv1.VirtualMachineInstanceMigration{
-					ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("kubevirt-evacuation-%d", i), Labels: map[string]string{virtv1.EvacuationNodeLabel: "node-a"}},
+					ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("kubevirt-evacuation-%d", i), Annotations: map[string]string{virtv1.EvacuationNodeAnnotation: "node-a"}, CreationTimestamp: metav1.NewTime(t0)},
 					Spec:       virtv1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"},
 					Status:     virtv1.VirtualMachineInstanceMigrationStatus{Phase: virtv1.MigrationFailed},
 				})
@@ -51,7 +51,7 @@ func TestEvacuationGivesUp(t *testing.T) {
 				require.Len(t, list.Items, failed+1, "one more attempt")
 				assert.Contains(t, ev, ReasonEvacuating)
 				for _, m := range list.Items {
-					assert.Equal(t, "node-a", m.Labels[virtv1.EvacuationNodeLabel])
+					assert.Equal(t, "node-a", m.Annotations[virtv1.EvacuationNodeAnnotation])
 				}
 				return
 			}

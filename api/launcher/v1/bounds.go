@@ -2,6 +2,7 @@ package v1
 
 import (
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -25,7 +26,8 @@ const (
 // Bounded returns s made safe to pass on: a reason that is not CamelCase of at most
 // MaxReasonLength becomes ReasonUnknown; messages are cut to MaxMessageLength bytes of valid UTF-8
 // without control characters; at most MaxInterfaces NICs, those named by a DNS label, each with at
-// most MaxIPsPerInterface short addresses and a short MAC.
+// most MaxIPsPerInterface short addresses and a short MAC; a migration's times in UTC between
+// the years 1970 and 9999, else none.
 func (s Status) Bounded() Status {
 	s.Reason = BoundedReason(s.Reason)
 	s.Message = BoundedMessage(s.Message)
@@ -54,9 +56,26 @@ func (s Status) Bounded() Status {
 		c := *m
 		c.UID = shortWord(c.UID, 128)
 		c.Message = BoundedMessage(c.Message)
+		c.StartTime = boundedTime(c.StartTime)
+		if c.EndTime != nil {
+			if t := boundedTime(*c.EndTime); t.IsZero() {
+				c.EndTime = nil
+			} else {
+				c.EndTime = &t
+			}
+		}
 		s.Migration = &c
 	}
 	return s
+}
+
+// boundedTime is t in UTC when its year is 1970 to 9999 (the API's date-time format takes no other),
+// else the zero time (no time reported).
+func boundedTime(t time.Time) time.Time {
+	if u := t.UTC(); u.Year() >= 1970 && u.Year() <= 9999 {
+		return u
+	}
+	return time.Time{}
 }
 
 // BoundedReason is r when it is CamelCase ([A-Za-z][A-Za-z0-9]*) of at most MaxReasonLength, else

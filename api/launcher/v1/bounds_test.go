@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -43,6 +44,7 @@ func FuzzBounded(f *testing.F) {
 		`{"state":"Running","reason":"Started","interfaces":[{"name":"default","mac":"52:54:00:12:34:56","ips":["10.0.2.15"]}]}`,
 		`{"state":"Shutoff","reason":"GuestShutdown","message":"the guest powered off"}`,
 		`{"state":"Running","migration":{"role":"Source","phase":"Failed","message":"boom","startTime":"2026-01-01T00:00:00Z"}}`,
+		`{"state":"Running","migration":{"role":"Source","phase":"Running","startTime":"9999-12-31T23:00:00-23:00","endTime":"0001-01-01T00:00:00+01:00"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -68,10 +70,24 @@ func FuzzBounded(f *testing.F) {
 				t.Fatalf("interface %+v", i)
 			}
 		}
+		if m := b.Migration; m != nil {
+			for _, tm := range []time.Time{m.StartTime, ptrTime(m.EndTime)} {
+				if !tm.IsZero() && (tm.Year() < 1970 || tm.Year() > 9999 || tm.Location() != time.UTC) {
+					t.Fatalf("time %v", tm)
+				}
+			}
+		}
 		if again := b.Bounded(); !reflect.DeepEqual(again, b) {
 			t.Fatalf("bounding twice changed %+v into %+v", b, again)
 		}
 	})
+}
+
+func ptrTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 func migrationMessage(s Status) string {
