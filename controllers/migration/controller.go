@@ -40,8 +40,6 @@ const UnschedulableTimeout = 5 * time.Minute
 const (
 	ReasonNotRunning      = "InstanceNotRunning"
 	ReasonNotMigratable   = "NotLiveMigratable"
-	ReasonTargetPodEnded  = "TargetPodEnded"
-	ReasonUnschedulable   = "TargetUnschedulable"
 	ReasonTargetCreated   = virtv1.ReasonSuccessfulCreate
 	ReasonMigrationFailed = "MigrationFailed"
 	ReasonMigrated        = "Migrated"

@@ -50,6 +50,8 @@ var (
 	layerStorage = resource.MustParse("128Mi")
 	// storageRequest is what the compute container asks the scheduler for: what a small guest uses.
 	storageRequest = resource.MustParse("256Mi")
+	// layerRequest is what every other container asks for.
+	layerRequest = resource.MustParse("16Mi")
 )
 
 // addStorage sets the ephemeral-storage request and limit of a container: the compute container's
@@ -62,7 +64,7 @@ func addStorage(r *corev1.ResourceRequirements, private *resource.Quantity) {
 		r.Limits = corev1.ResourceList{}
 	}
 	limit := layerStorage.DeepCopy()
-	request := resource.MustParse("16Mi")
+	request := layerRequest.DeepCopy()
 	if private != nil {
 		limit.Add(*private)
 		request = storageRequest.DeepCopy()
