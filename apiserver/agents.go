@@ -25,21 +25,21 @@ import (
 )
 
 // Agents calls the node agent of an instance's node over mutual TLS: virt-api's client
-// certificate and the CA that signed both sides are the files CertFiles mirrors into CertDir from
-// the node certificate Secret. The agent's certificate names ServerName (it is reached by node IP).
+// certificate and the node CA are the files CertFiles mirrors into CertDir from the node CA's
+// Secret. Only the agent of the instance's node is accepted (agentv1.ClientConfig): it is reached by
+// node IP, and its certificate must name that node.
 type Agents struct {
-	Client     client.Client
-	CertDir    string
-	ServerName string
-	Port       int
+	Client  client.Client
+	CertDir string
+	Port    int
 }
 
 // errNoAgents answers the calls of a server without node agents (nil *Agents).
 var errNoAgents = apierrors.NewServiceUnavailable("node agents are not reachable from this server")
 
 // tlsConfig reads the current certificate files (calls are rare; a rotated certificate is used at
-// the next call).
-func (a *Agents) tlsConfig() (*tls.Config, error) {
+// the next call) for a call to node's agent.
+func (a *Agents) tlsConfig(node string) (*tls.Config, error) {
 	data := map[string][]byte{}
 	for _, name := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, agentv1.CACertKey} {
 		b, err := os.ReadFile(filepath.Join(a.CertDir, name)) // virt-api's own files (certfiles)
@@ -52,7 +52,7 @@ func (a *Agents) tlsConfig() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node agent client certificate: %w", err)
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: a.ServerName}, nil
+	return agentv1.ClientConfig(&cert, pool, node), nil
 }
 
 // address is host:port of the agent on node.
@@ -78,7 +78,7 @@ func (a *Agents) Put(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pa
 	if err != nil {
 		return err
 	}
-	cfg, err := a.tlsConfig()
+	cfg, err := a.tlsConfig(vmi.Status.NodeName)
 	if err != nil {
 		return apierrors.NewServiceUnavailable(err.Error())
 	}
@@ -132,7 +132,7 @@ func (a *Agents) Dial(ctx context.Context, vmi *virtv1.VirtualMachineInstance, p
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := a.tlsConfig()
+	cfg, err := a.tlsConfig(vmi.Status.NodeName)
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(err.Error())
 	}

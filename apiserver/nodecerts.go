@@ -15,9 +15,10 @@ import (
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 )
 
-// NodeCerts hands the node agents their share of the node certificate: it copies tls.crt, tls.key
-// and ca.crt from the rotator's Secret (which also holds the CA's private key, for virt-api only)
-// into the Secret the agents may read. Both Secrets exist beforehand (install/virt-api).
+// NodeCerts hands the node agents the node CA's certificate: it copies ca.crt from the rotator's
+// Secret (which also holds the CA's private key and virt-api's client key pair, for virt-api only)
+// into the Secret the agents may read. Each agent's own certificate comes from NodeSigner. Both
+// Secrets exist beforehand (install/virt-api).
 type NodeCerts struct {
 	Client client.Client
 	// From is the rotator's Secret, To the agents'.
@@ -40,16 +41,13 @@ func (n *NodeCerts) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result,
 	if err := n.Client.Get(ctx, n.From, from); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if len(from.Data[corev1.TLSCertKey]) == 0 {
+	if len(from.Data[agentv1.CACertKey]) == 0 {
 		return ctrl.Result{}, nil // not generated yet
 	}
 	if err := n.Client.Get(ctx, n.To, to); err != nil {
 		return ctrl.Result{}, fmt.Errorf("node agents' certificate secret %s: %w", n.To, err)
 	}
-	want := map[string][]byte{}
-	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, agentv1.CACertKey} {
-		want[k] = from.Data[k]
-	}
+	want := map[string][]byte{agentv1.CACertKey: from.Data[agentv1.CACertKey]}
 	if sameData(to.Data, want) {
 		return ctrl.Result{}, nil
 	}

@@ -30,13 +30,13 @@ func TestNodeCertsCopyTheAgentsShareOnly(t *testing.T) {
 	require.NoError(t, err)
 	got := &corev1.Secret{}
 	require.NoError(t, c.Get(ctx, to, got))
-	assert.Equal(t, map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("crt"), "tls.key": []byte("key")}, got.Data,
-		"the agents get the certificate, its key and the CA certificate, never the CA's key")
+	assert.Equal(t, map[string][]byte{"ca.crt": []byte("ca")}, got.Data,
+		"the agents get the CA certificate only: never the CA's key, nor virt-api's client key (each agent has a key of its own)")
 
-	got.Data["tls.key"] = []byte("tampered")
+	got.Data["ca.crt"] = []byte("tampered")
 	require.NoError(t, c.Update(ctx, got))
 	_, err = n.Reconcile(ctx, ctrl.Request{NamespacedName: to})
 	require.NoError(t, err)
 	require.NoError(t, c.Get(ctx, to, got))
-	assert.Equal(t, []byte("key"), got.Data["tls.key"], "a changed copy is restored")
+	assert.Equal(t, []byte("ca"), got.Data["ca.crt"], "a changed copy is restored")
 }

@@ -118,7 +118,7 @@ func (r *Reconciler) startSending(ctx context.Context, s *scope) error {
 		r.migrationFailed(s, "this node agent does not send migrations")
 		return nil
 	}
-	dial := r.Migrations.dialer(ms.TargetNodeAddress, s.vmi.Namespace, ms.TargetPod)
+	dial := r.Migrations.dialer(ms.TargetNode, ms.TargetNodeAddress, s.vmi.Namespace, ms.TargetPod)
 	if err := r.Migrations.start(ms.MigrationUID, s.launcher.PrivateDir(), dial); err != nil {
 		r.migrationFailed(s, fmt.Sprintf("cannot serve the migration sockets in the source Pod: %v", err))
 		return nil
@@ -170,8 +170,9 @@ func (r *Reconciler) migrationFailed(s *scope, why string) {
 // Migrations serves the migration sockets of the source Pods on this node, one proxy per running
 // migration, each connection carried to the target node's agent over mutual TLS.
 type Migrations struct {
-	// PeerTLS is the client side of the agents' mutual TLS (SecretTLS.PeerConfig); plain TCP when nil.
-	PeerTLS func() (*tls.Config, error)
+	// PeerTLS is the client side of the agents' mutual TLS towards the agent of a node
+	// (AgentTLS.PeerConfig); plain TCP when nil.
+	PeerTLS func(node string) (*tls.Config, error)
 	Log     *slog.Logger
 
 	mu      sync.Mutex
@@ -223,14 +224,14 @@ func (g *Migrations) stop(uid string) {
 	}
 }
 
-// dialer connects to socket name of the target Pod through the agent at addr.
-func (g *Migrations) dialer(addr, namespace, pod string) migrationproxy.Dialer {
+// dialer connects to socket name of the target Pod through the agent at addr, which must be node's.
+func (g *Migrations) dialer(node, addr, namespace, pod string) migrationproxy.Dialer {
 	return func(ctx context.Context, name string) (net.Conn, error) {
 		var d interface {
 			DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 		} = &net.Dialer{}
 		if g.PeerTLS != nil {
-			cfg, err := g.PeerTLS()
+			cfg, err := g.PeerTLS(node)
 			if err != nil {
 				return nil, err
 			}
@@ -252,6 +253,10 @@ func (g *Migrations) dialer(addr, namespace, pod string) migrationproxy.Dialer {
 // migrationStream serves agentv1.PathMigrationStream.
 func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Request) {
 	ns, podName, socket := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("socket")
+	if _, agent := agentv1.NodeOf(agentv1.Caller(r.TLS)); !agent && s.TLSConfig != nil {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("only node agents send migrations, not %q", agentv1.Caller(r.TLS)))
+		return
+	}
 	if !slices.Contains(migrationproxy.Names, socket) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("socket %q: not a migration socket", socket))
 		return
@@ -273,6 +278,10 @@ func (s *SubresourceServer) migrationStream(w http.ResponseWriter, r *http.Reque
 	}
 	if vmi == nil {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no migration to pod %s/%s is under way", ns, podName))
+		return
+	}
+	if source := vmi.Status.MigrationState.SourceNode; !s.callerIs(r, agentv1.NodeIdentity(source)) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("the migration to pod %s/%s comes from node %s, not from %q", ns, podName, source, agentv1.Caller(r.TLS)))
 		return
 	}
 	target, err := s.Dial(pod).MigrationSocket(r.Context(), socket)

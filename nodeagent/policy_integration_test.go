@@ -13,13 +13,14 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/testenv"
 )
 
 // nodeClaim is the extra the kubelet's ServiceAccount tokens carry: the node of the bound Pod.
-const nodeClaim = "authentication.kubernetes.io/node-name"
+const nodeClaim = agentv1.NodeNameExtra
 
 // applyShipped creates the objects of install/node-agent files (already there is fine).
 func applyShipped(t *testing.T, files ...string) {

@@ -47,11 +47,13 @@ type Config struct {
 	SubresourceAddr string
 	// SubresourceListener, when set, serves the subresources instead of listening on SubresourceAddr.
 	SubresourceListener net.Listener
-	// SubresourceTLS, when set, serves the subresources over (mutual) TLS; see SecretTLS.
+	// SubresourceTLS, when set, serves the subresources over (mutual) TLS; see AgentTLS.
 	SubresourceTLS *tls.Config
-	// PeerTLS, when set, is the client side of the same mutual TLS towards other nodes' agents (a
-	// live migration's streams; SecretTLS.PeerConfig); plain TCP when nil (tests).
-	PeerTLS func() (*tls.Config, error)
+	// APICaller is virt-api's identity (agentv1.VirtAPIIdentity), required with SubresourceTLS.
+	APICaller string
+	// PeerTLS, when set, is the client side of the same mutual TLS towards another node's agent (a
+	// live migration's streams; AgentTLS.PeerConfig); plain TCP when nil (tests).
+	PeerTLS func(node string) (*tls.Config, error)
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (--host-disk-dir).
@@ -78,6 +80,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("heartbeat interval: must be positive and at most %s (half of heartbeatv1.VouchLimit), got %s", heartbeatv1.VouchLimit/2, c.HeartbeatInterval)
 	case c.PollInterval >= launcherv1.AgentSilenceLimit/4:
 		return fmt.Errorf("--launcher-poll-interval: %s is too close to the launchers' self-fencing limit (%s)", c.PollInterval, launcherv1.AgentSilenceLimit)
+	case c.SubresourceTLS != nil && c.APICaller == "":
+		return errors.New("virt-api's identity: required with mutual TLS (every caller would be refused)")
 	}
 	return nil
 }
@@ -185,7 +189,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
 		a.Subresources = &SubresourceServer{
 			Addr: cfg.SubresourceAddr, Listener: cfg.SubresourceListener, Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
-			TLSConfig: cfg.SubresourceTLS, Vouching: a.Heartbeat.Fresh,
+			TLSConfig: cfg.SubresourceTLS, APICaller: cfg.APICaller, Vouching: a.Heartbeat.Fresh,
 		}
 		if err := mgr.Add(a.Subresources); err != nil {
 			return nil, fmt.Errorf("add subresource server: %w", err)

@@ -30,9 +30,10 @@ import (
 // the reconciler, which Triggers wakes for the instance); console, vnc and portforward are
 // websockets onto the guest's serial console (shared), VNC display and TCP ports.
 //
-// cmd/virt-handler serves it over mutual TLS (SecretTLS): only virt-api, which holds a client
-// certificate of the CA in the agent's Secret, is served; virt-api has authorized the user before.
-// Without TLSConfig (tests) it is unauthenticated.
+// cmd/virt-handler serves it over mutual TLS (AgentTLS): a client certificate of the node CA is
+// required, the instance paths serve only virt-api's (APICaller; virt-api has authorized the user
+// before), and a migration stream only the source node's agent. Without TLSConfig (tests) it is
+// unauthenticated.
 type SubresourceServer struct {
 	// Addr is the listen address (host:port).
 	Addr string
@@ -51,6 +52,9 @@ type SubresourceServer struct {
 	Triggers chan<- event.GenericEvent
 	// TLSConfig serves HTTPS when set.
 	TLSConfig *tls.Config
+	// APICaller is virt-api's identity (agentv1.VirtAPIIdentity), the only caller of the instance
+	// paths when TLSConfig is set.
+	APICaller string
 	// Consoles shares each guest's serial console among its viewers.
 	Consoles console.Hub
 	// Vouching reports whether the agent still vouches for its launchers (Reconciler.Vouching): a
@@ -73,18 +77,18 @@ func (s *SubresourceServer) NeedLeaderElection() bool { return false }
 // Handler routes the subresource calls.
 func (s *SubresourceServer) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("PUT "+agentv1.PathPause, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("PUT "+agentv1.PathPause, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, launcherv1.DomainPaused, Launcher.Pause)
-	})
-	mux.HandleFunc("PUT "+agentv1.PathUnpause, func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("PUT "+agentv1.PathUnpause, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, launcherv1.DomainRunning, Launcher.Unpause)
-	})
-	mux.HandleFunc("PUT "+agentv1.PathSoftReboot, s.softReboot)
-	mux.HandleFunc("GET "+agentv1.PathConsole, s.console)
-	mux.HandleFunc("GET "+agentv1.PathVNC, func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("PUT "+agentv1.PathSoftReboot, s.fromVirtAPI(s.softReboot))
+	mux.HandleFunc("GET "+agentv1.PathConsole, s.fromVirtAPI(s.console))
+	mux.HandleFunc("GET "+agentv1.PathVNC, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, "VNC display", func(ctx context.Context, pod *corev1.Pod) (io.ReadWriteCloser, error) { return s.Dial(pod).VNC(ctx) })
-	})
-	mux.HandleFunc("GET "+agentv1.PathPortForward, func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("GET "+agentv1.PathPortForward, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
 		port, err := agentv1.ParsePort(r.PathValue("port"))
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
@@ -93,7 +97,7 @@ func (s *SubresourceServer) Handler() http.Handler {
 		s.stream(w, r, fmt.Sprintf("port %d", port), func(ctx context.Context, pod *corev1.Pod) (io.ReadWriteCloser, error) {
 			return s.Dial(pod).PortForward(ctx, port)
 		})
-	})
+	}))
 	mux.HandleFunc("GET "+agentv1.PathMigrationStream, s.migrationStream)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
@@ -132,6 +136,22 @@ func (s *SubresourceServer) Start(ctx context.Context) error {
 		return fmt.Errorf("stop subresource server: %w", err)
 	}
 	return nil
+}
+
+// callerIs reports whether r's client certificate names want; without TLS (tests) every caller is.
+func (s *SubresourceServer) callerIs(r *http.Request, want string) bool {
+	return s.TLSConfig == nil || want != "" && agentv1.Caller(r.TLS) == want
+}
+
+// fromVirtAPI serves h to virt-api only: another agent (root on its node holds its key) is refused.
+func (s *SubresourceServer) fromVirtAPI(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.callerIs(r, s.APICaller) {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("only virt-api calls this path, not %q", agentv1.Caller(r.TLS)))
+			return
+		}
+		h(w, r)
+	}
 }
 
 type launcherCall func(Launcher, context.Context) (launcherv1.Status, error)

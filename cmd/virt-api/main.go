@@ -214,16 +214,15 @@ func setupServingCerts(mgr ctrl.Manager, secret types.NamespacedName, service, d
 	return ready, nil
 }
 
-// setupNodeCerts runs the node agents' CA: a second rotator keeps a CA and a certificate good for
-// both ends (the agents serve with it, virt-api presents it as its client certificate) in
-// virt-handler-ca; CertFiles gives virt-api its files, NodeCerts copies the agents' share (without
-// the CA's key) into virt-handler-certs, the only Secret the agents may read.
+// setupNodeCerts runs the node agents' CA: a second rotator keeps the CA and virt-api's client
+// certificate (agentv1.VirtAPIIdentity) in virt-handler-ca; CertFiles gives virt-api its files,
+// NodeCerts copies the CA's certificate (no key) into virt-handler-certs, the only Secret the agents
+// may read, and NodeSigner signs each agent's own certificate.
 func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string) (*apiserver.Agents, error) {
 	from := types.NamespacedName{Namespace: ns, Name: "virt-handler-ca"}
-	serverName := agentv1.ServerName(ns)
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey: from, CertDir: dir, CAName: "podvirt-node-ca", CAOrganization: "podvirt", DNSName: serverName,
-		ExtKeyUsages:   &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		SecretKey: from, CertDir: dir, CAName: "podvirt-node-ca", CAOrganization: "podvirt", DNSName: agentv1.VirtAPIIdentity(ns),
+		ExtKeyUsages:   &[]x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		IsReady:        make(chan struct{}),
 		ControllerName: "node-cert-rotator",
 	}); err != nil {
@@ -236,5 +235,8 @@ func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string) (*apiserv
 	if err := (&apiserver.NodeCerts{Client: mgr.GetClient(), From: from, To: to}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("node agents' certificates: %w", err)
 	}
-	return &apiserver.Agents{Client: c, CertDir: dir, ServerName: serverName, Port: agentv1.DefaultPort}, nil
+	if err := (&apiserver.NodeSigner{Client: mgr.GetClient(), CA: from, Requester: apiserver.RequesterOf(ns)}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("node agents' certificate signer: %w", err)
+	}
+	return &apiserver.Agents{Client: c, CertDir: dir, Port: agentv1.DefaultPort}, nil
 }

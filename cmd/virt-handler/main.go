@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -65,8 +66,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.BoolVar(&o.devicePlugins, "device-plugins", true, "advertise /dev/kvm, /dev/net/tun and /dev/vhost-net to the kubelet")
 	fs.IntVar(&o.deviceCount, "device-count", 110, "how many launcher Pods may share each device")
 	fs.BoolVar(&o.useEmulation, "use-emulation", false, "run guests under software emulation even where KVM is usable (KubeVirt's developerConfiguration.useEmulation)")
-	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", agentv1.DefaultPort), "address of the pause/unpause subresource server (mutual TLS: only virt-api is served)")
-	fs.StringVar(&o.tlsSecret, "tls-secret", agentv1.CertSecret, "Secret (in --namespace) with the subresource server's tls.crt, tls.key and the ca.crt of virt-api's client certificate")
+	fs.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", agentv1.DefaultPort), "address of the subresource server (mutual TLS: instance paths serve only virt-api, migration streams only the source node's agent)")
+	fs.StringVar(&o.tlsSecret, "tls-secret", agentv1.CertSecret, "Secret (in --namespace) with the node CA's ca.crt (the agent's own certificate is signed by virt-api on request)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8187", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
@@ -127,11 +128,19 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	secretTLS := &nodeagent.SecretTLS{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: o.namespace, Name: o.tlsSecret}, Refresh: time.Minute}
-	if err := mgr.Add(secretTLS); err != nil {
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("create clientset: %w", err)
+	}
+	agentTLS := &nodeagent.AgentTLS{
+		Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: o.namespace, Name: o.tlsSecret},
+		CSRs: kube, NodeName: o.nodeName, Refresh: time.Minute,
+	}
+	if err := mgr.Add(agentTLS); err != nil {
 		return fmt.Errorf("add subresource TLS: %w", err)
 	}
-	cfg.SubresourceTLS, cfg.PeerTLS = secretTLS.TLSConfig(), secretTLS.PeerConfig
+	cfg.SubresourceTLS, cfg.PeerTLS = agentTLS.TLSConfig(), agentTLS.PeerConfig
+	cfg.APICaller = agentv1.VirtAPIIdentity(o.namespace)
 	agent, err := nodeagent.Setup(mgr, cfg)
 	if err != nil {
 		return err

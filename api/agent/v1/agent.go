@@ -61,28 +61,33 @@ func ParsePort(s string) (int, error) {
 // CACertKey is the CA certificate's key in the certificate Secrets virt-api maintains.
 const CACertKey = "ca.crt"
 
-// KeyPair reads the agents' certificate material as virt-api keeps it (a Secret's data, or the same
-// keys as files): the key pair of tls.crt and tls.key, and the pool of CACertKey. It is the one
-// parser of it, for the agents (server and migration client) and virt-api (client).
+// KeyPair reads virt-api's client certificate towards the agents as virt-api keeps it (a Secret's
+// data, or the same keys as files): the key pair of tls.crt and tls.key, and the Roots.
 func KeyPair(data map[string][]byte) (tls.Certificate, *x509.CertPool, error) {
 	cert, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
 	if err != nil {
 		return tls.Certificate{}, nil, fmt.Errorf("%s/%s: %w", corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data[CACertKey]) {
-		return tls.Certificate{}, nil, fmt.Errorf("%s holds no certificate", CACertKey)
+	pool, err := Roots(data)
+	if err != nil {
+		return tls.Certificate{}, nil, err
 	}
 	return cert, pool, nil
 }
 
-// CertSecret is the Secret (in Podvirt's namespace) that virt-api fills with the agents' certificate,
-// its key and CACertKey; the agents may read only it.
-const CertSecret = "virt-handler-certs"
+// Roots reads the node CA (CACertKey) of a Secret's data: the one parser of it, for the agents and
+// virt-api.
+func Roots(data map[string][]byte) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data[CACertKey]) {
+		return nil, fmt.Errorf("%s holds no certificate", CACertKey)
+	}
+	return pool, nil
+}
 
-// ServerName is the name in the node agents' certificate (they are reached by node IP): virt-api and
-// the agents themselves verify it.
-func ServerName(namespace string) string { return "virt-handler." + namespace + ".svc" }
+// CertSecret is the Secret (in Podvirt's namespace) that virt-api fills with the node CA's
+// certificate (CACertKey; never a key); the agents may read only it.
+const CertSecret = "virt-handler-certs"
 
 // Event reasons of a migration, on the instance.
 const (
