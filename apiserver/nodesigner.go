@@ -3,10 +3,8 @@ package apiserver
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -20,12 +18,15 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -56,8 +57,26 @@ func (s *NodeSigner) SetupWithManager(mgr ctrl.Manager) error {
 		return ok && csr.Spec.SignerName == agentv1.SignerName
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("node-agent-signer").
-		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(ours)).Complete(s)
+		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(ours)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).Complete(s)
 }
+
+// SignerCache is how the manager must cache CSRs for the signer: only its own signer's (root on any
+// node can create large CSRs of other signers with the kubelet's credentials), without managed fields.
+func SignerCache() cache.ByObject {
+	return cache.ByObject{
+		Field:     fields.OneTermEqualSelector("spec.signerName", agentv1.SignerName),
+		Transform: cache.TransformStripManagedFields(),
+	}
+}
+
+// maxRequest bounds a CSR's PEM request: an agent's (ECDSA P-256, one name) is about 400 bytes.
+const maxRequest = 4 << 10
+
+// maxPending is how old a CSR may be when it is signed: an agent waits two minutes for its
+// certificate, and a stale request (of a node removed since, or from before a CA rotation) is not
+// signed.
+const maxPending = 10 * time.Minute
 
 // RequesterOf is the user name of namespace's agents.
 func RequesterOf(namespace string) string {
@@ -80,9 +99,9 @@ const (
 	reasonDenied   = "NotThisNodesAgent"
 )
 
-// decideCSR is the signer's decision for csr: deny (with why), approve, sign, or nothing (already
-// issued, denied or failed, or another signer's).
-func decideCSR(csr *certificatesv1.CertificateSigningRequest, requester string) (signerAction, string) {
+// decideCSR is the signer's decision for csr at now: deny (with why), approve, sign, or nothing
+// (already issued, denied or failed, or another signer's).
+func decideCSR(csr *certificatesv1.CertificateSigningRequest, requester string, now time.Time) (signerAction, string) {
 	if csr.Spec.SignerName != agentv1.SignerName || len(csr.Status.Certificate) > 0 {
 		return signerNone, ""
 	}
@@ -95,7 +114,11 @@ func decideCSR(csr *certificatesv1.CertificateSigningRequest, requester string) 
 			approved = true
 		}
 	}
-	if _, _, err := reviewCSR(csr, requester); err != nil {
+	_, _, err := reviewCSR(csr, requester)
+	if err == nil && now.Sub(csr.CreationTimestamp.Time) > maxPending {
+		err = fmt.Errorf("metadata.creationTimestamp: pending for more than %s; the agent asks again", maxPending)
+	}
+	if err != nil {
 		if approved { // approved by someone else: still not signed
 			return signerNone, ""
 		}
@@ -118,6 +141,9 @@ func reviewCSR(csr *certificatesv1.CertificateSigningRequest, requester string) 
 		return nil, "", fmt.Errorf("spec.extra[%s]: the requester's token names %d nodes, want one (a token bound to the agent's Pod)", agentv1.NodeNameExtra, len(nodes))
 	}
 	node := nodes[0]
+	if len(csr.Spec.Request) > maxRequest {
+		return nil, "", fmt.Errorf("spec.request: %d bytes, more than the %d an agent's request needs", len(csr.Spec.Request), maxRequest)
+	}
 	block, rest := pem.Decode(csr.Spec.Request)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" || len(rest) > 0 {
 		return nil, "", errors.New("spec.request: not one PEM CERTIFICATE REQUEST")
@@ -126,17 +152,18 @@ func reviewCSR(csr *certificatesv1.CertificateSigningRequest, requester string) 
 	if err != nil {
 		return nil, "", fmt.Errorf("spec.request: %w", err)
 	}
-	if err := req.CheckSignature(); err != nil {
-		return nil, "", fmt.Errorf("spec.request: signature: %w", err)
-	}
+	// The cheap checks first: the signature's is the only costly one.
 	if want := agentv1.NodeIdentity(node); req.Subject.CommonName != want || len(req.Subject.Names) != 1 {
-		return nil, "", fmt.Errorf("spec.request: subject %q: must be exactly CN=%s, the requester's node", req.Subject.String(), want)
+		return nil, "", fmt.Errorf("spec.request: subject %.100q: must be exactly CN=%s, the requester's node", req.Subject.String(), want)
 	}
 	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
 		return nil, "", errors.New("spec.request: subject alternative names are not signed (an agent is named by its common name only)")
 	}
-	if err := publicKeyOK(req.PublicKey); err != nil {
-		return nil, "", fmt.Errorf("spec.request: %w", err)
+	if k, ok := req.PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P256() {
+		return nil, "", fmt.Errorf("spec.request: public key: %T: only ECDSA P-256 keys are signed (the agents' own)", req.PublicKey)
+	}
+	if err := req.CheckSignature(); err != nil {
+		return nil, "", fmt.Errorf("spec.request: signature: %w", err)
 	}
 	for _, u := range csr.Spec.Usages {
 		if !slices.Contains(agentv1.CertificateUsages, u) {
@@ -151,32 +178,13 @@ func reviewCSR(csr *certificatesv1.CertificateSigningRequest, requester string) 
 	return req, node, nil
 }
 
-// publicKeyOK accepts ECDSA P-256/P-384, RSA of 2048 to 8192 bits and Ed25519.
-func publicKeyOK(key any) error {
-	switch k := key.(type) {
-	case *ecdsa.PublicKey:
-		if k.Curve == elliptic.P256() || k.Curve == elliptic.P384() {
-			return nil
-		}
-		return errors.New("public key: ECDSA keys must use P-256 or P-384")
-	case *rsa.PublicKey:
-		if n := k.N.BitLen(); n >= 2048 && n <= 8192 {
-			return nil
-		}
-		return errors.New("public key: RSA keys must have 2048 to 8192 bits")
-	case ed25519.PublicKey:
-		return nil
-	}
-	return fmt.Errorf("public key: %T is not accepted", key)
-}
-
 // Reconcile takes one action on a CSR of the agents' signer.
 func (s *NodeSigner) Reconcile(ctx context.Context, r ctrl.Request) (ctrl.Result, error) {
 	csr := &certificatesv1.CertificateSigningRequest{}
 	if err := s.Client.Get(ctx, r.NamespacedName, csr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	action, why := decideCSR(csr, s.Requester)
+	action, why := decideCSR(csr, s.Requester, s.Clock.Now())
 	now := metav1.NewTime(s.Clock.Now())
 	switch action {
 	case signerDeny, signerApprove:

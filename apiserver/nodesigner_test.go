@@ -8,7 +8,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -46,6 +48,7 @@ func TestDecideCSR(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		mutate []func(*certificatesv1.CertificateSigningRequest)
+		age    time.Duration
 		want   signerAction
 		why    string
 	}{
@@ -69,8 +72,19 @@ func TestDecideCSR(t *testing.T) {
 		}}, want: signerDeny, why: "subject alternative names"},
 		"a weak curve": {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.Request = csrPEM(t, elliptic.P224(), &x509.CertificateRequest{Subject: pkix.Name{CommonName: "podvirt:node:node-a"}})
-		}}, want: signerDeny, why: "P-256 or P-384"},
-		"garbage": {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = []byte("not pem") }}, want: signerDeny, why: "spec.request"},
+		}}, want: signerDeny, why: "only ECDSA P-256"},
+		"another key type (costly signatures)": {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Request = csrPEM(t, elliptic.P384(), &x509.CertificateRequest{Subject: pkix.Name{CommonName: "podvirt:node:node-a"}})
+		}}, want: signerDeny, why: "only ECDSA P-256"},
+		"an oversized request": {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Request = append(c.Spec.Request, make([]byte, 8<<10)...)
+		}}, want: signerDeny, why: "more than the 4096"},
+		"a long subject is not echoed whole": {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Request = csrPEM(t, elliptic.P256(), &x509.CertificateRequest{Subject: pkix.Name{CommonName: strings.Repeat("x", 2000)}})
+		}}, want: signerDeny, why: `xxxx": must be exactly`},
+		"pending too long (a removed node's, or from before a CA rotation)": {age: 11 * time.Minute, want: signerDeny, why: "pending for more than 10m0s"},
+		"approved, then pending too long":                                   {mutate: []func(*certificatesv1.CertificateSigningRequest){cond(certificatesv1.CertificateApproved)}, age: 11 * time.Minute, want: signerNone},
+		"garbage":                                                           {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = []byte("not pem") }}, want: signerDeny, why: "spec.request"},
 		"two PEM blocks": {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.Request = append(c.Spec.Request, c.Spec.Request...)
 		}}, want: signerDeny, why: "not one PEM"},
@@ -94,11 +108,12 @@ func TestDecideCSR(t *testing.T) {
 			for _, m := range tc.mutate {
 				m(csr)
 			}
-			got, why := decideCSR(csr, requester)
+			got, why := decideCSR(csr, requester, csr.CreationTimestamp.Add(tc.age))
 			assert.Equal(t, tc.want, got)
 			if tc.why != "" {
 				assert.Contains(t, why, tc.why)
 			}
+			assert.Less(t, len(why), 400, "a denial's message is short, whatever the request holds")
 		})
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
@@ -94,9 +96,12 @@ func NewServer(o Options, h *Handlers) (*genericapiserver.GenericAPIServer, erro
 	return s, nil
 }
 
-// publicVersion lets anyone read the group's version (a resource request to the authorizer).
+// publicVersion lets every authenticated user read the group's version (a resource request to the
+// authorizer), as KubeVirt's kubevirt.io:default does; an anonymous caller reaching virt-api's port
+// directly is refused as the kube-apiserver refuses it (the RBAC matrix checks both).
 var publicVersion = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	if a.IsResourceRequest() && a.GetAPIGroup() == subv1.GroupName && a.GetResource() == subv1.Version && a.GetName() == "" {
+	if a.IsResourceRequest() && a.GetAPIGroup() == subv1.GroupName && a.GetResource() == subv1.Version && a.GetName() == "" &&
+		a.GetUser() != nil && slices.Contains(a.GetUser().GetGroups(), user.AllAuthenticated) {
 		return authorizer.DecisionAllow, "", nil
 	}
 	return authorizer.DecisionNoOpinion, "", nil

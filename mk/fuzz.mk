@@ -11,7 +11,8 @@ FUZZ_TARGETS := \
 	./nodeagent/launcher/domainxml:FuzzBuild \
 	./apiserver/admission:FuzzValidateInstanceSpec \
 	./api/launcher/v1:FuzzBounded \
-	./apiserver:FuzzReadBody
+	./apiserver:FuzzReadBody \
+	./nodeagent/launcher/isoimage:FuzzWrite
 FUZZTIME ?= 10m
 FUZZ_SHORT ?= 20000x
 

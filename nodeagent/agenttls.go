@@ -48,21 +48,34 @@ type AgentTLS struct {
 // requestTimeout bounds one certificate request (virt-api signs within a second when it runs).
 const requestTimeout = 2 * time.Minute
 
+// retryWait is the wait after the failures+1-th failure in a row: 5 s, doubling up to 5 minutes (each
+// failed request may leave a CSR behind until the kube-controller-manager removes it).
+func retryWait(failures int) time.Duration {
+	if failures >= 6 {
+		return 5 * time.Minute
+	}
+	return 5 * time.Second << failures
+}
+
 // NeedLeaderElection is false: every node agent serves its own node.
 func (a *AgentTLS) NeedLeaderElection() bool { return false }
 
-// Start loads the CA and gets a certificate at once, then checks both every Refresh (every 5 s until
-// both are in place).
+// Start loads the CA and gets a certificate at once, then checks both every Refresh (after a failure:
+// retryWait).
 func (a *AgentTLS) Start(ctx context.Context) error {
 	if a.Clock == nil {
 		a.Clock = clock.RealClock{}
 	}
 	logger := log.FromContext(ctx).WithName("agent-tls").WithValues("secret", a.Secret.String())
+	failures := 0
 	for {
 		wait := a.Refresh
 		if err := a.refresh(ctx); err != nil {
 			logger.Error(err, "Node agent certificate; calls from virt-api and other agents fail until it is in place")
-			wait = 5 * time.Second
+			wait = retryWait(failures)
+			failures++
+		} else {
+			failures = 0
 		}
 		select {
 		case <-ctx.Done():

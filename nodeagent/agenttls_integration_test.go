@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/certificate/csr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -73,7 +75,8 @@ func (ca *testCA) clientCert(t *testing.T, cn string) *tls.Certificate {
 // startSigner runs virt-api's signer of the agents' certificates against the test apiserver.
 func startSigner(t *testing.T, e *testenv.Env, caSecret types.NamespacedName) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&certificatesv1.CertificateSigningRequest{}: apiserver.SignerCache()}}})
 	require.NoError(t, err)
 	require.NoError(t, (&apiserver.NodeSigner{Client: mgr.GetClient(), CA: caSecret, Requester: apiserver.RequesterOf(heartbeatv1.Namespace)}).SetupWithManager(mgr))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -109,6 +112,10 @@ func TestAgentsHoldCertificatesOfTheirOwnNodeOnly(t *testing.T) {
 	ctx := context.Background()
 	ensureNamespace(t, heartbeatv1.Namespace)
 	applyShipped(t, "rbac.yaml", "policy.yaml")
+	for _, obj := range readManifestsAt(t, "virt-api", "signer-policy.yaml") {
+		require.NoError(t, e.Client.Create(ctx, obj))
+		t.Cleanup(func() { _ = e.Client.Delete(ctx, obj) })
+	}
 	ca := newTestCA(t)
 	caSecret := types.NamespacedName{Namespace: heartbeatv1.Namespace, Name: "virt-handler-ca"}
 	caCopy := types.NamespacedName{Namespace: heartbeatv1.Namespace, Name: agentv1.CertSecret}
@@ -156,52 +163,81 @@ func TestAgentsHoldCertificatesOfTheirOwnNodeOnly(t *testing.T) {
 
 	peerB, err := b.PeerConfig("node-a")
 	require.NoError(t, err)
-	for _, path := range []string{pause, agentv1.Path(agentv1.PathConsole, ns, "none"), agentv1.Path(agentv1.PathVNC, ns, "none")} {
-		code, err = call(peerB, http.MethodPut, path)
-		if path != pause {
-			code, err = call(peerB, http.MethodGet, path)
-		}
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPut, pause}, {http.MethodGet, agentv1.Path(agentv1.PathConsole, ns, "none")}, {http.MethodGet, agentv1.Path(agentv1.PathVNC, ns, "none")},
+	} {
+		code, err = call(peerB, c.method, c.path)
 		require.NoError(t, err)
-		assert.Equal(t, http.StatusForbidden, code, "node-b's agent (root on node-b) calls %s on node-a", path)
+		assert.Equal(t, http.StatusForbidden, code, "node-b's agent (root on node-b) calls %s on node-a", c.path)
 	}
 	code, err = call(agentv1.ClientConfig(virtAPI, roots, "node-a"), http.MethodGet, agentv1.MigrationStreamPath(ns, "virt-launcher-x", "migration"))
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusForbidden, code, "virt-api's certificate sends no migration")
 
-	// The signer names no other node, and the agent asks no other signer.
+	// The signer names no other node, the agent asks no other signer, and no one else asks it.
 	kubeA, err := kubernetes.NewForConfig(agentConfig(e, "node-a"))
 	require.NoError(t, err)
+	admin, err := kubernetes.NewForConfig(e.Config)
+	require.NoError(t, err)
+	probeKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	probeDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "probe"}}, probeKey)
+	require.NoError(t, err)
+	probe := func(kube kubernetes.Interface, signer string) error {
+		created, err := kube.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"},
+			Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: signer, Usages: agentv1.CertificateUsages,
+				Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: probeDER})},
+		}, metav1.CreateOptions{})
+		if err == nil {
+			_ = admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, created.Name, metav1.DeleteOptions{})
+		}
+		return err
+	}
+	eventually(t, "the CSR policies are in force", func() bool {
+		byAdmin, byAgent := probe(admin, agentv1.SignerName), probe(kubeA, "kubernetes.io/kubelet-serving")
+		return byAdmin != nil && strings.Contains(byAdmin.Error(), "only the node agents") &&
+			byAgent != nil && strings.Contains(byAgent.Error(), "asks only Podvirt's signer")
+	})
 	for name, tc := range map[string]struct {
+		kube       kubernetes.Interface
 		cn, signer string
+		pad        int
 		want       string
 	}{
-		"another node":      {"podvirt:node:node-b", agentv1.SignerName, "must be exactly CN=podvirt:node:node-a"},
-		"virt-api":          {agentv1.VirtAPIIdentity(heartbeatv1.Namespace), agentv1.SignerName, "must be exactly CN=podvirt:node:node-a"},
-		"the kubelet's CA":  {"system:node:node-b", "kubernetes.io/kube-apiserver-client-kubelet", "asks only Podvirt's signer"},
-		"the kubelet's own": {"system:node:node-a", "kubernetes.io/kubelet-serving", "asks only Podvirt's signer"},
+		"another node":      {kubeA, "podvirt:node:node-b", agentv1.SignerName, 0, "must be exactly CN=podvirt:node:node-a"},
+		"virt-api":          {kubeA, agentv1.VirtAPIIdentity(heartbeatv1.Namespace), agentv1.SignerName, 0, "must be exactly CN=podvirt:node:node-a"},
+		"the kubelet's CA":  {kubeA, "system:node:node-b", "kubernetes.io/kube-apiserver-client-kubelet", 0, "asks only Podvirt's signer"},
+		"the kubelet's own": {kubeA, "system:node:node-a", "kubernetes.io/kubelet-serving", 0, "asks only Podvirt's signer"},
+		"a large request":   {kubeA, "podvirt:node:node-a", agentv1.SignerName, 8 << 10, "larger than an agent's request"},
+		"anyone else":       {admin, "podvirt:node:node-a", agentv1.SignerName, 0, "only the node agents"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 			require.NoError(t, err)
-			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: tc.cn}}, key)
+			tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: tc.cn}}
+			if tc.pad > 0 {
+				tmpl.ExtraExtensions = []pkix.Extension{{Id: []int{1, 3, 6, 1, 4, 1, 99999, 1}, Value: make([]byte, tc.pad)}}
+			}
+			der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 			require.NoError(t, err)
 			usages := agentv1.CertificateUsages
 			if tc.signer != agentv1.SignerName {
 				usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 			}
-			name, uid, err := csr.RequestCertificateWithContext(ctx, kubeA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), "", tc.signer, nil, usages, key)
+			name, uid, err := csr.RequestCertificateWithContext(ctx, tc.kube, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), "", tc.signer, nil, usages, key)
 			if err != nil {
 				assert.ErrorContains(t, err, tc.want)
 				return
 			}
 			t.Cleanup(func() {
-				_ = kubeA.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{})
+				_ = admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{})
 			})
 			wctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
-			_, err = csr.WaitForCertificate(wctx, kubeA, name, uid)
+			_, err = csr.WaitForCertificate(wctx, tc.kube, name, uid)
 			require.Error(t, err, "a certificate for %s was issued to node-a's agent", tc.cn)
-			got, gerr := kubeA.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+			got, gerr := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
 			require.NoError(t, gerr)
 			var msg string
 			for _, c := range got.Status.Conditions {

@@ -1,19 +1,172 @@
 package nodeagent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/atomicfile"
+	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
+
+// HostDisks keeps the node's hostDisk images (launcherv1.HostDiskRoot, mounted at Dir): Prepare gives
+// a launcher its images, and Start removes a namespace's images once the namespace is gone. Each
+// namespace's directory records the UID of the namespace it serves (launcherv1.HostDiskNamespaceUIDFile, root's, in a
+// directory only root writes), so a later namespace of the same name starts without the images of
+// the one before it.
+type HostDisks struct {
+	Dir string
+	// Reader reads Namespaces (uncached).
+	Reader client.Reader
+	// Interval is the time between sweeps for the directories of deleted namespaces.
+	Interval time.Duration
+
+	mu sync.Mutex // one claim or sweep at a time
+}
+
+// hostDiskSweepInterval is how often the agent looks for the images of deleted namespaces.
+const hostDiskSweepInterval = 5 * time.Minute
+
+// NeedLeaderElection is false: every agent keeps its own node's images.
+func (h *HostDisks) NeedLeaderElection() bool { return false }
+
+// Start sweeps at once and then every Interval until ctx ends.
+func (h *HostDisks) Start(ctx context.Context) error {
+	t := time.NewTicker(h.Interval)
+	defer t.Stop()
+	for {
+		h.Sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep removes the directory of every namespace that no longer exists, and the images in one whose
+// namespace was deleted and created again; errors are logged (the next sweep tries again).
+func (h *HostDisks) Sweep(ctx context.Context) {
+	logger := log.FromContext(ctx).WithName("host-disks")
+	entries, err := os.ReadDir(h.Dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			logger.Error(err, "Listing hostDisk directories")
+		}
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || len(validation.IsDNS1123Label(name)) > 0 {
+			continue // not a namespace's directory: never Podvirt's to remove
+		}
+		ns := &corev1.Namespace{}
+		err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+		if err != nil && !apierrors.IsNotFound(err) {
+			logger.Error(err, "Reading a namespace with hostDisk images", "namespace", name)
+			continue
+		}
+		h.mu.Lock()
+		if apierrors.IsNotFound(err) {
+			if err = os.RemoveAll(filepath.Join(h.Dir, name)); err == nil {
+				logger.Info("Removed the hostDisk images of a deleted namespace", "namespace", name)
+			}
+		} else {
+			err = h.claim(name, string(ns.UID))
+		}
+		h.mu.Unlock()
+		if err != nil {
+			logger.Error(err, "Removing the hostDisk images of a deleted namespace", "namespace", name)
+		}
+	}
+}
+
+// Prepare gives the launcher of vmi (running in pod) each of its hostDisk images, in the directory of
+// vmi's namespace as it is now.
+func (h *HostDisks) Prepare(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod) error {
+	if !hasHostDisk(vmi) {
+		return nil
+	}
+	if h == nil || h.Dir == "" {
+		return &hostDiskError{"spec.volumes: this node agent keeps no hostDisk images (--host-disk-dir)"}
+	}
+	ns := &corev1.Namespace{}
+	if err := h.Reader.Get(ctx, client.ObjectKey{Name: vmi.Namespace}, ns); err != nil {
+		return fmt.Errorf("hostDisk images: namespace %s: %w", vmi.Namespace, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.claim(vmi.Namespace, string(ns.UID)); err != nil {
+		return err
+	}
+	return prepareHostDisks(h.Dir, vmi, pod)
+}
+
+func hasHostDisk(vmi *virtv1.VirtualMachineInstance) bool {
+	for _, v := range vmi.Spec.Volumes {
+		if v.HostDisk != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// claim makes Dir/namespace the directory of the namespace with uid. One without a record (made
+// before records were kept, or by the kubelet for a launcher Pod's mount) is adopted; one recorded
+// for another UID held a deleted namespace's images, which are removed (its directories stay: a
+// running launcher Pod may have one mounted).
+func (h *HostDisks) claim(namespace, uid string) error {
+	dir := filepath.Join(h.Dir, namespace)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("hostDisk images: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("hostDisk images: %w", err)
+	case !fi.IsDir():
+		return &hostDiskError{fmt.Sprintf("hostDisk images: %s is not a directory on the node", launcherv1.HostDiskDir(namespace))}
+	default:
+		recorded, err := launcherclient.ReadBeneath(dir, launcherv1.HostDiskNamespaceUIDFile, 128)
+		switch {
+		case err == nil && string(recorded) == uid:
+			return nil
+		case err == nil:
+			if err := removeFiles(dir); err != nil {
+				return fmt.Errorf("hostDisk images of a deleted namespace %s: %w", namespace, err)
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("hostDisk images: %w", err)
+		}
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, launcherv1.HostDiskNamespaceUIDFile), []byte(uid), 0o644)
+}
+
+// removeFiles removes everything under dir but its directories (never following a link).
+func removeFiles(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		return os.Remove(p)
+	})
+}
 
 // hostDiskError is a hostDisk the agent cannot provide; the instance fails naming the field.
 type hostDiskError struct{ msg string }

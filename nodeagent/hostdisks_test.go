@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -10,7 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -83,4 +88,73 @@ func TestPrepareHostDisks(t *testing.T) {
 	assert.Zero(t, fi.Sys().(*syscall.Stat_t).Uid, "the file outside kept its owner")
 	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1", Type: virtv1.HostDiskExists}), nil)
 	require.ErrorAs(t, err, &herr, "a directory is not an image")
+}
+
+// namespaces is a reader of the given namespaces (name → UID).
+func namespaces(uids map[string]string) client.Reader {
+	b := fake.NewClientBuilder()
+	for name, uid := range uids {
+		b = b.WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}})
+	}
+	return b.Build()
+}
+
+// A namespace's hostDisk images go with it: a sweep removes the directory of a namespace that is
+// gone, and the images (not the directories, which a launcher Pod may have mounted) of one that was
+// deleted and created again; a namespace that lives keeps its images, and what is not a namespace's
+// directory is left alone.
+func TestSweepRemovesTheImagesOfDeletedNamespaces(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, data string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, p), []byte(data), 0o644))
+	}
+	write("live/disk.img", "kept")
+	write("live/"+launcherv1.HostDiskNamespaceUIDFile, "uid-live")
+	write("gone/disk.img", "removed")
+	write("gone/"+launcherv1.HostDiskNamespaceUIDFile, "uid-gone")
+	write("again/sub/disk.img", "the old namespace's")
+	write("again/"+launcherv1.HostDiskNamespaceUIDFile, "uid-old")
+	write("legacy/disk.img", "adopted")
+	write("Not_A_Namespace/disk.img", "not ours")
+	h := &HostDisks{Dir: dir, Reader: namespaces(map[string]string{"live": "uid-live", "again": "uid-new", "legacy": "uid-legacy"})}
+	h.Sweep(context.Background())
+
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	assert.Equal(t, "kept", read("live/disk.img"))
+	assert.NoDirExists(t, filepath.Join(dir, "gone"), "a deleted namespace's images are removed")
+	assert.NoFileExists(t, filepath.Join(dir, "again/sub/disk.img"), "a namespace of the same name does not inherit the images")
+	assert.DirExists(t, filepath.Join(dir, "again/sub"), "directories stay: a launcher Pod may have one mounted")
+	assert.Equal(t, "uid-new", read("again/"+launcherv1.HostDiskNamespaceUIDFile))
+	assert.Equal(t, "adopted", read("legacy/disk.img"), "a directory from before the records is adopted")
+	assert.Equal(t, "uid-legacy", read("legacy/"+launcherv1.HostDiskNamespaceUIDFile))
+	assert.Equal(t, "not ours", read("Not_A_Namespace/disk.img"))
+}
+
+// A VM in a namespace created again after its deletion, before any sweep, starts with a fresh image
+// of the capacity it asks for, not the data of the namespace before it.
+func TestPrepareDoesNotInheritADeletedNamespacesImages(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("Prepare hands files to the launcher's user: run as root, as the node agent does (make test does)")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "vm1"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vm1", launcherv1.HostDiskNamespaceUIDFile), []byte("uid-old"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vm1", "disk.img"), []byte("secret of the old tenant"), 0o644))
+	h := &HostDisks{Dir: dir, Reader: namespaces(map[string]string{"vm1": "uid-new"})}
+	hd := virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/disk.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("1Mi")}
+	require.NoError(t, h.Prepare(context.Background(), hostDiskVMI(hd), nil))
+	data, err := os.ReadFile(filepath.Join(dir, "vm1", "disk.img"))
+	require.NoError(t, err)
+	assert.Len(t, data, 1<<20, "a fresh image of the capacity asked for")
+	assert.NotContains(t, string(data), "secret")
+
+	gone := &HostDisks{Dir: dir, Reader: namespaces(nil)}
+	assert.ErrorContains(t, gone.Prepare(context.Background(), hostDiskVMI(hd), nil), "namespace vm1", "no namespace, no images")
 }

@@ -36,6 +36,20 @@ const ControllerName = "virt-handler"
 // prepares disks and starts qemu), and other guests must not wait behind it.
 const workers = 8
 
+// Bounds that keep a launcher that does not answer (a tenant can stop their launcher's process) from
+// holding the workers that poll the other guests of the node, whose launchers fence them when not
+// asked for launcherv1.AgentSilenceLimit.
+const (
+	// pollTimeout bounds a poll of a running launcher's status (it answers from memory).
+	pollTimeout = 3 * time.Second
+	// unresponsiveRetry is when a launcher that did not answer a poll is asked again: its own guest
+	// is the only one at stake, and it is asked within launcherv1.AgentSilenceLimit.
+	unresponsiveRetry = 15 * time.Second
+	// slowCalls is how many syncs (up to launcherclient.SyncTimeout each) may run at once, leaving the
+	// other workers to polls.
+	slowCalls = workers / 2
+)
+
 // Launcher is what the agent needs of one launcher; launcherclient.Client implements it over the
 // launcher's unix socket.
 type Launcher interface {
@@ -94,8 +108,8 @@ type Reconciler struct {
 	Triggers <-chan event.GenericEvent
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
-	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (mounted there).
-	HostDiskDir string
+	// HostDisks keeps the node's hostDisk images.
+	HostDisks *HostDisks
 	// QemuCapabilities go with the syncs of emulated guests; nil: none.
 	QemuCapabilities *QemuCapabilities
 	// Migrations serves the migration sockets of guests leaving this node; nil refuses to send any.
@@ -105,6 +119,7 @@ type Reconciler struct {
 	Vouching func() bool
 
 	sockets *socketWatch
+	slow    chan struct{} // slowCalls tokens
 }
 
 // SetupWithManager registers the controller for this node's instances and their launcher Pods.
@@ -121,6 +136,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("watch launcher sockets: %w", err)
 	}
 	r.sockets = sockets
+	r.slow = make(chan struct{}, slowCalls)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("nodeagent-virtualmachineinstance").
 		For(&virtv1.VirtualMachineInstance{}).
@@ -152,6 +168,8 @@ type scope struct {
 	soon bool
 	// handedOver: the guest migrated away; the target's agent follows the instance from now on.
 	handedOver bool
+	// unresponsive: the launcher did not answer a poll within pollTimeout.
+	unresponsive bool
 }
 
 // disksRetry is how soon the agent syncs again a launcher still waiting for its disks (each sync
@@ -208,6 +226,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	case s.soon:
 		return ctrl.Result{RequeueAfter: disksRetry}, err
+	case s.unresponsive:
+		// Not an error: an error is retried at once, and the workers would wait on this launcher.
+		ctrl.LoggerFrom(ctx).Info("The launcher did not answer; asking again later", "pod", pod.Name, "after", unresponsiveRetry, "error", err.Error())
+		return ctrl.Result{RequeueAfter: unresponsiveRetry}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.PollInterval}, err
 }
@@ -255,7 +277,13 @@ func launcherPodOf(ctx context.Context, c client.Reader, node string, vmi *virtv
 
 // reconcileNormal reads the guest's state and syncs the instance to a launcher that has no guest yet.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
-	st, err := s.launcher.Status(ctx)
+	pollCtx, cancel := context.WithTimeout(ctx, pollTimeout)
+	st, err := s.launcher.Status(pollCtx)
+	cancel()
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		s.unresponsive = true
+		return fmt.Errorf("launcher status: %w", err)
+	}
 	if err != nil && sending(s.vmi, r.NodeName) {
 		// The source launcher exits as soon as its guest has moved: its exit file says so.
 		if exit, _ := s.launcher.ExitStatus(); exit != nil && exit.State == launcherv1.DomainMigrated {
@@ -273,11 +301,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return err
 	}
 	if st.State == launcherv1.DomainNone && toStart(s.vmi) {
-		if err = prepareHostDisks(r.HostDiskDir, s.vmi, s.obs.pod); err == nil {
+		if err = r.HostDisks.Prepare(ctx, s.vmi, s.obs.pod); err == nil {
 			err = prepareSecondaryNetworks(ctx, s.launcher.PrivateDir(), s.vmi, s.obs.pod)
 		}
 		if err == nil {
-			st, err = r.sync(ctx, s)
+			select {
+			case r.slow <- struct{}{}:
+				st, err = r.sync(ctx, s)
+				<-r.slow
+			default: // every slow-call slot is taken: ask again shortly
+				s.soon = true
+				return nil
+			}
 		}
 		if err != nil {
 			if disksPending(err) { // the launcher waited a few seconds: ask again shortly

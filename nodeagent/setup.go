@@ -147,7 +147,8 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		Reconciler: &Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
 			Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Triggers: triggers, Clock: cfg.Clock,
-			HostDiskDir: cfg.HostDiskDir, QemuCapabilities: &QemuCapabilities{Dir: cfg.QemuCapabilitiesDir},
+			HostDisks:        &HostDisks{Dir: cfg.HostDiskDir, Reader: mgr.GetAPIReader(), Interval: hostDiskSweepInterval},
+			QemuCapabilities: &QemuCapabilities{Dir: cfg.QemuCapabilitiesDir},
 		},
 		Heartbeat: &Heartbeat{
 			Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,
@@ -181,6 +182,11 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		}
 		if err := a.MigrationTargets.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up migration target controller: %w", err)
+		}
+	}
+	if cfg.HostDiskDir != "" {
+		if err := mgr.Add(a.Reconciler.HostDisks); err != nil {
+			return nil, fmt.Errorf("add hostDisk sweeper: %w", err)
 		}
 	}
 	if err := mgr.Add(a.Heartbeat); err != nil {

@@ -79,10 +79,40 @@ type Client struct {
 func New(dir string) *Client {
 	c := &Client{dir: dir}
 	c.http = &http.Client{Transport: &http.Transport{
-		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
-		DisableKeepAlives: true,
+		DialContext:            func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
+		DisableKeepAlives:      true,
+		MaxResponseHeaderBytes: MaxHeaderBytes,
 	}}
 	return c
+}
+
+// MaxHeaderBytes bounds the headers of a launcher's reply (its replies carry a few short ones).
+const MaxHeaderBytes = 64 << 10
+
+// MaxReplyBytes bounds the body of a launcher's reply (a status, an error) and of an upgrade's refusal.
+const MaxReplyBytes = 1 << 20
+
+// headerLimit reads at most n bytes from r until lifted: the response header of an upgrade is
+// bounded, the stream after it is not.
+type headerLimit struct {
+	r      io.Reader
+	n      int64
+	lifted bool
+}
+
+func (h *headerLimit) Read(p []byte) (int, error) {
+	if h.lifted {
+		return h.r.Read(p)
+	}
+	if h.n <= 0 {
+		return 0, fmt.Errorf("reply headers longer than %d bytes", MaxHeaderBytes)
+	}
+	if int64(len(p)) > h.n {
+		p = p[:h.n]
+	}
+	n, err := h.r.Read(p)
+	h.n -= int64(n)
+	return n, err
 }
 
 // SocketPath is the command socket's path.
@@ -142,14 +172,16 @@ func Upgrade(ctx context.Context, conn net.Conn, host, path string) (net.Conn, e
 	if err := req.Write(conn); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", host, path, err)
 	}
-	br := bufio.NewReader(conn)
+	limit := &headerLimit{r: conn, n: MaxHeaderBytes}
+	br := bufio.NewReader(limit)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", host, path, err)
 	}
+	limit.lifted = true
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer func() { _ = resp.Body.Close() }()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes))
 		return nil, replyError(path, resp.StatusCode, raw)
 	}
 	_ = conn.SetDeadline(time.Time{})
@@ -433,9 +465,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, timeo
 		return fmt.Errorf("launcher %s: %w", path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
 	if err != nil {
 		return fmt.Errorf("read launcher %s reply: %w", path, err)
+	}
+	if len(raw) > MaxReplyBytes {
+		return fmt.Errorf("launcher %s reply: longer than %d bytes", path, MaxReplyBytes)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return replyError(path, resp.StatusCode, raw)

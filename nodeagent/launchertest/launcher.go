@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -31,6 +33,8 @@ type Launcher struct {
 	shutdowns []launcherv1.ShutdownRequest
 	kills     int
 	reboots   int
+	polls     []time.Time
+	stalled   bool
 
 	dir       string
 	srv       *http.Server
@@ -263,7 +267,32 @@ func (l *Launcher) toggle(w http.ResponseWriter, from, to launcherv1.DomainState
 	reply(w, http.StatusOK, l.status)
 }
 
-func (l *Launcher) getStatus(w http.ResponseWriter, _ *http.Request) {
+// Stall makes the launcher stop answering status requests, as one whose process a tenant stopped:
+// each is held until its caller gives up.
+func (l *Launcher) Stall() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stalled = true
+}
+
+// Polls are the times of the status requests answered so far.
+func (l *Launcher) Polls() []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.polls)
+}
+
+func (l *Launcher) getStatus(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	stalled := l.stalled
+	if !stalled {
+		l.polls = append(l.polls, time.Now())
+	}
+	l.mu.Unlock()
+	if stalled {
+		<-r.Context().Done()
+		return
+	}
 	reply(w, http.StatusOK, l.Status())
 }
 

@@ -403,6 +403,13 @@ func TestHostDiskKeepsDataAcrossStopStart(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "data.img")); err != nil || fi.Size() != 64<<20 {
 		t.Errorf("the image on the node: %v, %v", fi, err)
 	}
+	ns, err := f.Clientset.CoreV1().Namespaces().Get(f.Context(), f.Namespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, err := os.ReadFile(filepath.Join(dir, launcherv1.HostDiskNamespaceUIDFile)); err != nil || string(uid) != string(ns.UID) {
+		t.Errorf("the images' directory records namespace UID %q (%v), want %s: the agent removes them with the namespace", uid, err, ns.UID)
+	}
 }
 
 // configDisksUserData mounts every disk with a serial at /mnt/<serial> and prints what the

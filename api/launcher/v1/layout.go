@@ -143,6 +143,10 @@ const (
 	MigrationJobLabel = "kubevirt.io/migrationJobUID"
 )
 
+// HostDiskNamespaceUIDFile, in HostDiskDir(namespace) on a node, holds the UID of the namespace
+// whose images the directory holds: the node agent removes them once that namespace is gone.
+const HostDiskNamespaceUIDFile = ".podvirt-namespace-uid"
+
 // HostDiskDir is the directory an instance's hostDisk images must be in: its namespace's under
 // HostDiskRoot, so that no instance reaches another namespace's images.
 func HostDiskDir(namespace string) string { return HostDiskRoot + "/" + namespace + "/" }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
@@ -42,6 +43,9 @@ func Write(path, label string, files []File) (err error) {
 		return fmt.Errorf("create iso staging dir: %w", err)
 	}
 	for _, sf := range files {
+		if !filepath.IsLocal(sf.Name) || strings.ContainsRune(sf.Name, 0) {
+			return fmt.Errorf("file %.100q: not a name inside the image", sf.Name)
+		}
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(staging, sf.Name)), 0o755); err != nil {
 			return fmt.Errorf("stage %s: %w", sf.Name, err)
 		}

@@ -1,0 +1,75 @@
+package isoimage
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+)
+
+// keyName is the kind of name Kubernetes volumes give their files (ConfigMap, Secret and downward
+// API keys, with directories): each must reach the guest as is.
+var keyName = regexp.MustCompile(`^[-_a-zA-Z0-9][-._a-zA-Z0-9]*(/[-_a-zA-Z0-9][-._a-zA-Z0-9]*)*$`)
+
+// FuzzWrite builds images from any file name, content and label, as a ConfigMap's keys and values
+// (or a user's cloud-init data) reach it: a name that is not local to the image is refused, nothing
+// is written outside the image's directory, and an image written holds each file's bytes under its
+// name (Rock Ridge), read back by an ISO reader.
+func FuzzWrite(f *testing.F) {
+	f.Add("user-data", []byte("#cloud-config\n"), "cidata")
+	f.Add("openstack/latest/meta_data.json", []byte(`{"uuid":"x"}`), "config-2")
+	f.Add("labels/app", []byte("web"), "cfgdata")
+	f.Add("../escape", []byte("x"), "cidata")
+	f.Add("/etc/passwd", []byte("x"), "cidata")
+	f.Add("a/../../b", []byte{0, 1, 2}, "")
+	f.Add("ünïcode name", []byte("x"), "a label longer than thirty-two characters")
+	f.Fuzz(func(t *testing.T, name string, data []byte, label string) {
+		root := t.TempDir()
+		dir := filepath.Join(root, "dir")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		iso := filepath.Join(dir, "image.iso")
+		err := Write(iso, label, []File{{Name: name, Data: data}})
+		if entries, _ := os.ReadDir(root); len(entries) != 1 {
+			t.Fatalf("Write(%q) left %d entries beside its directory", name, len(entries))
+		}
+		if err != nil {
+			return
+		}
+		if !filepath.IsLocal(name) {
+			t.Fatalf("Write accepted %q, not a name inside the image", name)
+		}
+		f, err := os.Open(iso)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := iso9660.Read(file.New(f, true), st.Size(), 0, 2048)
+		if err != nil {
+			t.Fatalf("the image of %q does not read back: %v", name, err)
+		}
+		got, err := fs.OpenFile("/"+filepath.ToSlash(filepath.Clean(name)), os.O_RDONLY)
+		if err != nil {
+			if keyName.MatchString(name) {
+				t.Fatalf("%q, a ConfigMap key's kind of name, is not in the image: %v", name, err)
+			}
+			return // a name Rock Ridge does not carry as is: the image is still well formed
+		}
+		back, err := io.ReadAll(io.LimitReader(got, int64(len(data))+1))
+		if err != nil {
+			t.Fatalf("read %q back: %v", name, err)
+		}
+		if string(back) != string(data) {
+			t.Fatalf("%q holds %d bytes, want the %d written", name, len(back), len(data))
+		}
+	})
+}
