@@ -75,25 +75,34 @@ func (h *HostDisks) Sweep(ctx context.Context) {
 		if !e.IsDir() || len(validation.IsDNS1123Label(name)) > 0 {
 			continue // not a namespace's directory: never Podvirt's to remove
 		}
-		ns := &corev1.Namespace{}
-		err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
-		if err != nil && !apierrors.IsNotFound(err) {
-			logger.Error(err, "Reading a namespace with hostDisk images", "namespace", name)
-			continue
-		}
-		h.mu.Lock()
-		if apierrors.IsNotFound(err) {
-			if err = os.RemoveAll(filepath.Join(h.Dir, name)); err == nil {
-				logger.Info("Removed the hostDisk images of a deleted namespace", "namespace", name)
-			}
-		} else {
-			err = h.claim(name, string(ns.UID))
-		}
-		h.mu.Unlock()
-		if err != nil {
-			logger.Error(err, "Removing the hostDisk images of a deleted namespace", "namespace", name)
+		if err := h.sweep(ctx, name); err != nil {
+			logger.Error(err, "Keeping the hostDisk images of namespaces", "namespace", name)
 		}
 	}
+}
+
+// sweep removes namespace's images if it is gone, or those of an earlier namespace of its name. It
+// reads the namespace again under the lock (which Prepare holds while it claims a directory), so a
+// namespace created again meanwhile keeps its directory.
+func (h *HostDisks) sweep(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{}
+	err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read namespace: %w", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		return h.claim(name, string(ns.UID))
+	}
+	if err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, ns); !apierrors.IsNotFound(err) {
+		return err // created again (nil), or unknown: kept
+	}
+	if err := os.RemoveAll(filepath.Join(h.Dir, name)); err != nil {
+		return fmt.Errorf("remove the images of a deleted namespace: %w", err)
+	}
+	log.FromContext(ctx).WithName("host-disks").Info("Removed the hostDisk images of a deleted namespace", "namespace", name)
+	return nil
 }
 
 // Prepare gives the launcher of vmi (running in pod) each of its hostDisk images, in the directory of
@@ -189,6 +198,11 @@ func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev
 		rel, ok := strings.CutPrefix(hd.Path, launcherv1.HostDiskRoot+"/")
 		if !ok || !launcherv1.InHostDiskDir(vmi.Namespace, hd.Path) {
 			return &hostDiskError{fmt.Sprintf("%s.path: %q is not under %s", field, hd.Path, launcherv1.HostDiskDir(vmi.Namespace))}
+		}
+		for _, part := range strings.Split(rel, "/") {
+			if strings.HasPrefix(part, ".podvirt-") {
+				return &hostDiskError{fmt.Sprintf("%s.path: %q: names starting with .podvirt- are the node agent's", field, hd.Path)}
+			}
 		}
 		if err := provideImage(dir, rel, hd, field, owner); err != nil {
 			return err

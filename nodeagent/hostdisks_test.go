@@ -155,6 +155,9 @@ func TestPrepareDoesNotInheritADeletedNamespacesImages(t *testing.T) {
 	assert.Len(t, data, 1<<20, "a fresh image of the capacity asked for")
 	assert.NotContains(t, string(data), "secret")
 
+	record := virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/" + launcherv1.HostDiskNamespaceUIDFile, Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("1Mi")}
+	assert.ErrorContains(t, h.Prepare(context.Background(), hostDiskVMI(record), nil), "the node agent's", "the UID record is never a guest's disk (its launcher could rewrite it)")
+
 	gone := &HostDisks{Dir: dir, Reader: namespaces(nil)}
 	assert.ErrorContains(t, gone.Prepare(context.Background(), hostDiskVMI(hd), nil), "namespace vm1", "no namespace, no images")
 }

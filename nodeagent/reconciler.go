@@ -194,7 +194,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// No launcher Pod here: the VMI controller fails the instance when its Pod is gone.
 		return ctrl.Result{}, err
 	}
-	s := &scope{vmi: vmi, pod: pod, launcher: r.Dial(pod)}
+	s := &scope{vmi: vmi, pod: pod}
+	s.launcher = boundedLauncher{Launcher: r.Dial(pod), unresponsive: &s.unresponsive}
 	s.obs = observation{pod: pod, accel: decideFor(r.Accel, pod), now: metav1.NewTime(r.Clock.Now())}
 	orig := vmi.DeepCopy()
 	defer func() {
@@ -211,6 +212,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if s.handedOver {
 		return ctrl.Result{}, err
 	}
+	if s.unresponsive {
+		// Not an error: an error is retried at once, and the workers would wait on this launcher.
+		ctrl.LoggerFrom(ctx).Info("The launcher did not answer in time; asking again later", "pod", pod.Name, "after", unresponsiveRetry, "error", fmt.Sprint(err))
+		if orig.Status.Phase == virtv1.Scheduling {
+			vmi.Status = *orig.Status.DeepCopy()
+		} else {
+			updateStatus(vmi, s.obs)
+		}
+		return ctrl.Result{RequeueAfter: unresponsiveRetry}, nil
+	}
 	if orig.Status.Phase == virtv1.Scheduling {
 		// Started ahead of the Scheduled write, which the VMI controller makes once the kubelet
 		// reports the Pod running: nothing is reported before it (no write races it).
@@ -226,10 +237,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	case s.soon:
 		return ctrl.Result{RequeueAfter: disksRetry}, err
-	case s.unresponsive:
-		// Not an error: an error is retried at once, and the workers would wait on this launcher.
-		ctrl.LoggerFrom(ctx).Info("The launcher did not answer; asking again later", "pod", pod.Name, "after", unresponsiveRetry, "error", err.Error())
-		return ctrl.Result{RequeueAfter: unresponsiveRetry}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.PollInterval}, err
 }
@@ -277,17 +284,11 @@ func launcherPodOf(ctx context.Context, c client.Reader, node string, vmi *virtv
 
 // reconcileNormal reads the guest's state and syncs the instance to a launcher that has no guest yet.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
-	pollCtx, cancel := context.WithTimeout(ctx, pollTimeout)
-	st, err := s.launcher.Status(pollCtx)
-	cancel()
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		s.unresponsive = true
-		return fmt.Errorf("launcher status: %w", err)
-	}
+	st, err := s.launcher.Status(ctx)
 	if err != nil && sending(s.vmi, r.NodeName) {
 		// The source launcher exits as soon as its guest has moved: its exit file says so.
 		if exit, _ := s.launcher.ExitStatus(); exit != nil && exit.State == launcherv1.DomainMigrated {
-			st, err = *exit, nil
+			st, err, s.unresponsive = *exit, nil, false
 		}
 	}
 	if err != nil {
@@ -305,14 +306,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 			err = prepareSecondaryNetworks(ctx, s.launcher.PrivateDir(), s.vmi, s.obs.pod)
 		}
 		if err == nil {
-			select {
-			case r.slow <- struct{}{}:
-				st, err = r.sync(ctx, s)
-				<-r.slow
-			default: // every slow-call slot is taken: ask again shortly
+			if !r.acquireSlow() { // every slow-call slot is taken: ask again shortly
 				s.soon = true
 				return nil
 			}
+			st, err = func() (launcherv1.Status, error) {
+				defer r.releaseSlow()
+				return r.sync(ctx, s)
+			}()
 		}
 		if err != nil {
 			if disksPending(err) { // the launcher waited a few seconds: ask again shortly
@@ -330,6 +331,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	s.obs.live = &st
 	return nil
 }
+
+// acquireSlow takes one of the slowCalls slots, if one is free.
+func (r *Reconciler) acquireSlow() bool {
+	select {
+	case r.slow <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *Reconciler) releaseSlow() { <-r.slow }
 
 // sync hands the instance to the launcher.
 func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, error) {
