@@ -91,12 +91,15 @@ const (
 	signerDeny
 	signerApprove
 	signerSign
+	// signerFail: approved by someone else, but not a request the signer signs.
+	signerFail
 )
 
 // Reason of the conditions the signer sets.
 const (
 	reasonApproved = "PodvirtNodeAgent"
 	reasonDenied   = "NotThisNodesAgent"
+	reasonFailed   = "NotSignedForThisNodesAgent"
 )
 
 // decideCSR is the signer's decision for csr at now: deny (with why), approve, sign, or nothing
@@ -119,8 +122,8 @@ func decideCSR(csr *certificatesv1.CertificateSigningRequest, requester string, 
 		err = fmt.Errorf("metadata.creationTimestamp: pending for more than %s; the agent asks again", maxPending)
 	}
 	if err != nil {
-		if approved { // approved by someone else: still not signed
-			return signerNone, ""
+		if approved { // approved by someone else: still not signed, and the requester is told
+			return signerFail, err.Error()
 		}
 		return signerDeny, err.Error()
 	}
@@ -199,6 +202,13 @@ func (s *NodeSigner) Reconcile(ctx context.Context, r ctrl.Request) (ctrl.Result
 		csr.Status.Conditions = append(csr.Status.Conditions, c)
 		if err := s.Client.SubResource("approval").Update(ctx, csr); err != nil {
 			return ctrl.Result{}, fmt.Errorf("csr %s: approval: %w", csr.Name, err)
+		}
+	case signerFail:
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue, Reason: reasonFailed, Message: why, LastUpdateTime: now, LastTransitionTime: now,
+		})
+		if err := s.Client.Status().Update(ctx, csr); err != nil {
+			return ctrl.Result{}, fmt.Errorf("csr %s: mark failed: %w", csr.Name, err)
 		}
 	case signerSign:
 		der, err := s.sign(ctx, csr)

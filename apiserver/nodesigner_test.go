@@ -83,7 +83,7 @@ func TestDecideCSR(t *testing.T) {
 			c.Spec.Request = csrPEM(t, elliptic.P256(), &x509.CertificateRequest{Subject: pkix.Name{CommonName: strings.Repeat("x", 2000)}})
 		}}, want: signerDeny, why: `xxxx": must be exactly`},
 		"pending too long (a removed node's, or from before a CA rotation)": {age: 11 * time.Minute, want: signerDeny, why: "pending for more than 10m0s"},
-		"approved, then pending too long":                                   {mutate: []func(*certificatesv1.CertificateSigningRequest){cond(certificatesv1.CertificateApproved)}, age: 11 * time.Minute, want: signerNone},
+		"approved, then pending too long":                                   {mutate: []func(*certificatesv1.CertificateSigningRequest){cond(certificatesv1.CertificateApproved)}, age: 11 * time.Minute, want: signerFail, why: "pending for more than"},
 		"garbage":                                                           {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = []byte("not pem") }}, want: signerDeny, why: "spec.request"},
 		"two PEM blocks": {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.Request = append(c.Spec.Request, c.Spec.Request...)
@@ -101,7 +101,7 @@ func TestDecideCSR(t *testing.T) {
 		"a missing usage": {mutate: []func(*certificatesv1.CertificateSigningRequest){func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 		}}, want: signerDeny, why: `"server auth" is missing`},
-		"a bad request approved by someone else is not signed": {mutate: []func(*certificatesv1.CertificateSigningRequest){cond(certificatesv1.CertificateApproved), func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Username = "mallory" }}, want: signerNone},
+		"a bad request approved by someone else is not signed": {mutate: []func(*certificatesv1.CertificateSigningRequest){cond(certificatesv1.CertificateApproved), func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Username = "mallory" }}, want: signerFail, why: "spec.username"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			csr := good()

@@ -12,7 +12,8 @@ FUZZ_TARGETS := \
 	./apiserver/admission:FuzzValidateInstanceSpec \
 	./api/launcher/v1:FuzzBounded \
 	./apiserver:FuzzReadBody \
-	./nodeagent/launcher/isoimage:FuzzWrite
+	./nodeagent/launcher/isoimage:FuzzWrite \
+	./console:FuzzServe
 FUZZTIME ?= 10m
 FUZZ_SHORT ?= 20000x
 
