@@ -26,6 +26,9 @@ type File struct {
 	Data []byte
 }
 
+// MaxNameBytes bounds each element of a file's name on an image.
+const MaxNameBytes = 100
+
 // Write writes an image labelled label holding files to path (replacing it). The image is built in a
 // temporary directory next to path.
 func Write(path, label string, files []File) (err error) {
@@ -45,6 +48,18 @@ func Write(path, label string, files []File) (err error) {
 	for _, sf := range files {
 		if !filepath.IsLocal(sf.Name) || strings.ContainsRune(sf.Name, 0) {
 			return fmt.Errorf("file %.100q: not a name inside the image", sf.Name)
+		}
+		for _, elem := range strings.Split(filepath.ToSlash(sf.Name), "/") {
+			if len(elem) > MaxNameBytes {
+				// The ISO writer has no continuation for longer Rock Ridge names: they come out
+				// malformed or cut to 8 characters (found by FuzzWrite).
+				return fmt.Errorf("file %.100q: %q is longer than %d bytes, the longest name an ISO disk holds here", sf.Name, elem[:16]+"…", MaxNameBytes)
+			}
+		}
+		if dir := filepath.Dir(sf.Name); dir != "." && strings.Contains("/"+filepath.ToSlash(dir), "/.") {
+			// The ISO writer makes a malformed image of a directory named so (found by FuzzWrite:
+			// readers refuse its file identifiers); files named so are fine.
+			return fmt.Errorf("file %.100q: a directory whose name begins with a dot cannot be put on an ISO disk", sf.Name)
 		}
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(staging, sf.Name)), 0o755); err != nil {
 			return fmt.Errorf("stage %s: %w", sf.Name, err)

@@ -3,6 +3,7 @@ package isoimage
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,4 +33,34 @@ func TestFromDirReadsTheKeysOfAKubernetesVolume(t *testing.T) {
 	st, err := os.Stat(iso)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, st.Size(), int64(MinSize))
+}
+
+// The ISO writer makes a malformed image of a directory whose name begins with a dot (FuzzWrite
+// found it: readers refuse the image): such names are refused, naming them; files named so are
+// fine.
+func TestDotDirectoriesAreRefused(t *testing.T) {
+	for _, name := range []string{".0/0", "x/.y/z", ".ssh/authorized_keys"} {
+		err := Write(filepath.Join(t.TempDir(), "i.iso"), "cfgdata", []File{{Name: name, Data: []byte("0")}})
+		if err == nil || !strings.Contains(err.Error(), "begins with a dot") || !strings.Contains(err.Error(), name) {
+			t.Errorf("Write(%q) = %v, want a refusal naming it", name, err)
+		}
+	}
+	for _, name := range []string{".env", "a/.0", "..data-like"} {
+		if err := Write(filepath.Join(t.TempDir(), "i.iso"), "cfgdata", []File{{Name: name, Data: []byte("0")}}); err != nil {
+			t.Errorf("Write(%q) = %v", name, err)
+		}
+	}
+}
+
+// Names longer than MaxNameBytes come out malformed or cut short (FuzzWrite found it): refused,
+// naming the limit.
+func TestLongNamesAreRefused(t *testing.T) {
+	iso := filepath.Join(t.TempDir(), "i.iso")
+	if err := Write(iso, "cfgdata", []File{{Name: "d/" + strings.Repeat("a", MaxNameBytes), Data: []byte("0")}}); err != nil {
+		t.Errorf("a name of %d bytes: %v", MaxNameBytes, err)
+	}
+	err := Write(iso, "cfgdata", []File{{Name: "d/" + strings.Repeat("a", MaxNameBytes+1), Data: []byte("0")}})
+	if err == nil || !strings.Contains(err.Error(), "longer than 100 bytes") {
+		t.Errorf("a name of %d bytes: %v, want a refusal naming the limit", MaxNameBytes+1, err)
+	}
 }
