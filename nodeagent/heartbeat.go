@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,8 +22,11 @@ import (
 )
 
 // Heartbeat renews the node's heartbeat Lease (heartbeatv1.LeaseName(NodeName) in Namespace) every
-// Interval while the agent runs. It is a controller-runtime Runnable; Check is a readiness check that
-// fails while the heartbeat is not being renewed.
+// Interval while the agent runs, and tells whether the agent vouches for its launchers (Vouching):
+// while its renewals succeed, while a peer agent says it cannot reach the control plane either
+// (an outage, not this node's isolation: peers.go), or when it has no peers at all. It is a
+// controller-runtime Runnable; Check is a readiness check that fails while the heartbeat is not
+// being renewed.
 type Heartbeat struct {
 	// Client reads and writes Leases without a cache; it also reads the Node (the Lease's owner, so
 	// that deleting the Node deletes its Lease). Setup gives it the heartbeat's own client.
@@ -35,18 +39,45 @@ type Heartbeat struct {
 	Interval time.Duration
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
+	// Address is where this agent answers its peers (heartbeatv1.AnnotationAddress); "": nowhere.
+	Address string
+	// Ask asks a peer's agent whether it is cut off from the control plane too; nil: no peer is
+	// ever asked (the agent vouches only while it renews, or when it has no peers).
+	Ask func(ctx context.Context, p Peer) (bool, error)
 
 	mu      sync.Mutex
 	renewed time.Time
+	// peers are the other agents whose count the last successful renewal wrote (listed: one has
+	// written a count since the start); pending is a newer list not written yet.
+	peers     []Peer
+	listed    bool
+	pending   []Peer
+	pendingOK bool
+	// rounds counts renewals since the start (the peers are listed every listEvery rounds).
+	rounds int
+	// confirmed is when a peer that answered "cut off too" was asked.
+	confirmed time.Time
+	// answered counts this agent's "cut off" answers, marked how many of them a renewal has marked on
+	// the lease (the first renewal after a start marks too: answers given before it are forgotten).
+	answered, marked uint64
 }
+
+// listEvery is how many renewals apart the agent lists its peers (about once a minute: every agent
+// lists every lease).
+const listEvery = 6
 
 // NeedLeaderElection is false: every node agent renews its own node's lease.
 func (h *Heartbeat) NeedLeaderElection() bool { return false }
 
-// Start renews the lease at once and then every Interval until ctx ends. A failed renewal is logged
-// and retried at the next tick: the controllers judge staleness, not the agent.
+// Start renews the lease at once and then every Interval until ctx ends, and asks the peers while
+// renewals fail (askPeers). A failed renewal is logged and retried at the next tick: the
+// controllers judge staleness, not the agent.
 func (h *Heartbeat) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("heartbeat").WithValues("lease", heartbeatv1.LeaseName(h.NodeName), "namespace", h.Namespace)
+	ctx = log.IntoContext(ctx, logger)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { h.askPeers(ctx) })
 	tick := time.NewTicker(h.Interval)
 	defer tick.Stop()
 	for {
@@ -75,21 +106,69 @@ func (h *Heartbeat) Check(_ *http.Request) error {
 	return nil
 }
 
-// Fresh reports whether the lease was renewed within heartbeatv1.VouchLimit: only then does the agent
-// talk to its launchers (see there).
-func (h *Heartbeat) Fresh() bool {
+// Vouching reports whether the agent talks to its launchers (which fence their guests when it falls
+// silent): while its lease was renewed within heartbeatv1.VouchLimit, while a peer asked within
+// heartbeatv1.ConfirmValidity said it cannot reach the control plane either, or while the last
+// renewal listed no peer (and wrote so on the lease: virt-controller then fails nothing over).
+func (h *Heartbeat) Vouching() bool {
+	now := h.Clock.Now()
 	h.mu.Lock()
-	last := h.renewed
-	h.mu.Unlock()
-	return !last.IsZero() && h.Clock.Now().Sub(last) <= heartbeatv1.VouchLimit
+	defer h.mu.Unlock()
+	switch {
+	case !h.renewed.IsZero() && now.Sub(h.renewed) <= heartbeatv1.VouchLimit:
+		return true
+	case !h.confirmed.IsZero() && now.Sub(h.confirmed) <= heartbeatv1.ConfirmValidity &&
+		!h.renewed.IsZero() && now.Sub(h.renewed) <= heartbeatv1.MaxLapse:
+		return true
+	}
+	return h.listed && len(h.peers) == 0
 }
 
-// renew creates the lease or moves its renewTime (with the lease's resourceVersion: a concurrent
-// writer makes this renewal fail and the next one succeed).
+// renew renews the lease (renewLease), then lists the peers when a list is due (at the start and
+// every listEvery renewals, each list bounded by listTimeout): the next renewal writes their count.
 func (h *Heartbeat) renew(ctx context.Context) error {
+	err := h.renewLease(ctx)
+	h.mu.Lock()
+	due := !h.listed && !h.pendingOK || h.rounds%listEvery == 0
+	h.rounds++
+	h.mu.Unlock()
+	if due {
+		lctx, cancel := context.WithTimeout(ctx, listTimeout)
+		defer cancel()
+		peers, lerr := h.listPeers(lctx)
+		if lerr != nil {
+			log.FromContext(ctx).Info("Cannot list the peer agents; keeping the last list", "error", lerr.Error())
+		} else {
+			h.mu.Lock()
+			h.pending, h.pendingOK = peers, true
+			h.mu.Unlock()
+		}
+	}
+	return err
+}
+
+// listTimeout bounds the list of the peers' leases.
+const listTimeout = 5 * time.Second
+
+// renewLease creates the lease or moves its renewTime (with the lease's resourceVersion: a
+// concurrent writer makes this renewal fail and the next one succeed), writing the peers' count of
+// the newest list and a mark when one is owed.
+func (h *Heartbeat) renewLease(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.Interval) // a renewal never outlives the next one's turn
 	defer cancel()
 	now := metav1.NewMicroTime(h.Clock.Now())
+	h.mu.Lock()
+	peers, listed, fromList := h.peers, h.listed, h.pendingOK
+	if fromList {
+		peers, listed = h.pending, true
+	}
+	if listed && len(peers) > 0 { // a write whose outcome is lost may say it has peers: not alone from now on
+		h.peers, h.listed = peers, true
+	}
+	// The first renewal after a start marks (answers before it are forgotten), and so does one that
+	// may answer while in flight.
+	answered, mark := h.answered, h.answered > h.marked || h.renewed.IsZero() || now.Sub(h.renewed) > heartbeatv1.MarkAfter
+	h.mu.Unlock()
 	key := client.ObjectKey{Namespace: h.Namespace, Name: heartbeatv1.LeaseName(h.NodeName)}
 	lease := &coordinationv1.Lease{}
 	err := h.Client.Get(ctx, key, lease)
@@ -104,6 +183,7 @@ func (h *Heartbeat) renew(ctx context.Context) error {
 				RenewTime:            &now,
 			},
 		}
+		h.annotate(lease, peers, listed, mark)
 		if err := h.Client.Create(ctx, lease); err != nil {
 			return fmt.Errorf("create heartbeat lease: %w", err)
 		}
@@ -115,16 +195,45 @@ func (h *Heartbeat) renew(ctx context.Context) error {
 			lease.Spec.AcquireTime = &now
 			lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
 		}
+		if len(lease.OwnerReferences) == 0 { // the Node could not be read when it was created: a lease outliving its Node holds failovers back
+			lease.OwnerReferences = h.nodeOwner(ctx)
+		}
 		lease.Spec.LeaseDurationSeconds = ptr.To(int32(heartbeatv1.LeaseDuration / time.Second))
 		lease.Spec.RenewTime = &now
+		h.annotate(lease, peers, listed, mark)
 		if err := h.Client.Update(ctx, lease); err != nil {
 			return fmt.Errorf("renew heartbeat lease: %w", err)
 		}
 	}
 	h.mu.Lock()
 	h.renewed = now.Time
+	h.peers, h.listed = peers, listed // vouching alone only on what the lease now says
+	if fromList {
+		h.pendingOK = false
+	}
+	h.marked = max(h.marked, answered)
 	h.mu.Unlock()
 	return nil
+}
+
+// annotate writes the peers' count (when a list succeeded), this agent's address and, when mark,
+// one more confirmation mark onto lease.
+func (h *Heartbeat) annotate(lease *coordinationv1.Lease, peers []Peer, listed, mark bool) {
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	if listed {
+		lease.Annotations[heartbeatv1.AnnotationPeers] = strconv.Itoa(len(peers))
+	} else { // not known yet: an earlier "0" must not stop the controllers failing this node over
+		delete(lease.Annotations, heartbeatv1.AnnotationPeers)
+	}
+	if h.Address != "" {
+		lease.Annotations[heartbeatv1.AnnotationAddress] = h.Address
+	}
+	if mark {
+		n, _ := strconv.ParseUint(lease.Annotations[heartbeatv1.AnnotationConfirmed], 10, 64) // garbled: starts again, still a change
+		lease.Annotations[heartbeatv1.AnnotationConfirmed] = strconv.FormatUint(n+1, 10)
+	}
 }
 
 // nodeOwner makes the Node own its lease, when the Node can be read.

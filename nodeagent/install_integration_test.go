@@ -97,6 +97,9 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	})
 	require.Len(t, lease.OwnerReferences, 1, "the agent may read its Node")
 	require.NoError(t, a.Heartbeat.Check(nil))
+	eventually(t, "the agent lists its peers (their count on its lease)", func() bool {
+		return e.Client.Get(ctx, key, lease) == nil && lease.Annotations[heartbeatv1.AnnotationPeers] != ""
+	})
 }
 
 // TestShippedDaemonSetIsValid creates the DaemonSet (server-side dry run) so the apiserver validates it.

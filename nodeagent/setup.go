@@ -160,7 +160,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.Heartbeat.Client = hb
-	a.Reconciler.Vouching = a.Heartbeat.Fresh
+	a.Reconciler.Vouching = a.Heartbeat.Vouching
 	// The proxies log through slog (their package needs no controller-runtime); the bridge sends it
 	// to the manager's logger, so the agent writes every line in one format.
 	a.Reconciler.Migrations = &Migrations{PeerTLS: cfg.PeerTLS, Log: slog.New(logr.ToSlogHandler(mgr.GetLogger().WithName("migration-proxy")))}
@@ -189,13 +189,24 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("add hostDisk sweeper: %w", err)
 		}
 	}
+	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
+		if host, _, err := net.SplitHostPort(a.MigrationTargets.Address); err == nil && host != "" && !net.ParseIP(host).IsUnspecified() {
+			a.Heartbeat.Address = a.MigrationTargets.Address
+		} else {
+			mgr.GetLogger().Info("The subresource address names no host: peers cannot ask this agent whether it lost the control plane too", "address", a.MigrationTargets.Address)
+		}
+		if cfg.PeerTLS != nil {
+			a.Heartbeat.Ask = PeerAsker(cfg.PeerTLS)
+		}
+	}
 	if err := mgr.Add(a.Heartbeat); err != nil {
 		return nil, fmt.Errorf("add heartbeat: %w", err)
 	}
 	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
 		a.Subresources = &SubresourceServer{
 			Addr: cfg.SubresourceAddr, Listener: cfg.SubresourceListener, Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
-			TLSConfig: cfg.SubresourceTLS, APICaller: cfg.APICaller, Vouching: a.Heartbeat.Fresh,
+			TLSConfig: cfg.SubresourceTLS, APICaller: cfg.APICaller, Vouching: a.Heartbeat.Vouching,
+			AnswerPeer: a.Heartbeat.AnswerPeer,
 		}
 		if err := mgr.Add(a.Subresources); err != nil {
 			return nil, fmt.Errorf("add subresource server: %w", err)

@@ -61,6 +61,9 @@ type SubresourceServer struct {
 	// pause or unpause asks the launcher for its status, which would vouch for the guest of an
 	// agent cut off from the control plane; such calls answer 503 instead. Nil: always.
 	Vouching func() bool
+	// AnswerPeer answers another node's agent asking whether this one is cut off from the control
+	// plane too (Heartbeat.AnswerPeer); nil: agentv1.PathPeerContact is not served.
+	AnswerPeer func() agentv1.PeerContact
 
 	perInstance console.Limiter // streams per instance, at most MaxStreamsPerInstance
 }
@@ -99,6 +102,7 @@ func (s *SubresourceServer) Handler() http.Handler {
 		})
 	}))
 	mux.HandleFunc("GET "+agentv1.PathMigrationStream, s.migrationStream)
+	mux.HandleFunc("GET "+agentv1.PathPeerContact, s.peerContact)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
 }

@@ -111,7 +111,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			return localcluster.SyncImages(cmd.Context(), cfg, files, out)
 		},
 	}
-	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newStopNodeCmd(&cfg, out), newMultusCmd(&cfg, out), newProvisionerCmd(out))
+	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newStopNodeCmd(&cfg, out), newStopAPIServerCmd(&cfg, out), newMultusCmd(&cfg, out), newProvisionerCmd(out))
 	return root
 }
 
@@ -123,6 +123,18 @@ func newStopNodeCmd(cfg *localcluster.Config, out io.Writer) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return localcluster.StopNode(cmd.Context(), *cfg, args[0], out)
+		},
+	}
+}
+
+// newStopAPIServerCmd kills the kube-apiserver (the e2e control-plane outage test uses it).
+func newStopAPIServerCmd(cfg *localcluster.Config, out io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop-apiserver",
+		Short: "Kill the kube-apiserver, as a control-plane outage begins (etcd, nodes and workloads keep running); up starts it again",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return localcluster.StopAPIServer(cmd.Context(), *cfg, out)
 		},
 	}
 }

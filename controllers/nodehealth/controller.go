@@ -86,13 +86,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	lease := &coordinationv1.Lease{}
 	if err := r.Client.Get(ctx, req.NamespacedName, lease); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.seen.forget(req.Name)
+		if apierrors.IsNotFound(err) { // kept while its agent may still confirm a peer's outage
+			r.seen.forget(req.Name, r.Clock.Now())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	stale, wait, err := r.stale(ctx, lease)
 	if err != nil || !stale {
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
+	if blocked, wait, err := r.blocked(ctx, lease); err != nil || blocked {
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	now := r.Clock.Now()
@@ -119,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // again.
 func (r *Reconciler) stale(ctx context.Context, lease *coordinationv1.Lease) (bool, time.Duration, error) {
 	now := r.Clock.Now()
-	seen := r.seen.see(lease.Name, heartbeatv1.Renewal(lease), now)
+	seen := r.seen.see(lease, now)
 	var since time.Time
 	if r.contact != nil {
 		var ok bool
@@ -142,10 +145,43 @@ func (r *Reconciler) stale(ctx context.Context, lease *coordinationv1.Lease) (bo
 		return false, 0, fmt.Errorf("read heartbeat %s: %w", lease.Name, err)
 	}
 	if heartbeatv1.Renewal(fresh) != heartbeatv1.Renewal(lease) { // seen now, after the read: never before it happened
-		r.seen.see(lease.Name, heartbeatv1.Renewal(fresh), r.Clock.Now())
+		r.seen.see(fresh, r.Clock.Now())
 		return false, r.Threshold, nil
 	}
+	r.seen.see(fresh, r.Clock.Now()) // its marks as they are now
 	return true, 0, nil
+}
+
+// ReasonFailoverBlocked is the Event reason (on the stale lease) while a stale node's instances
+// wait for heartbeatv1.FailoverBlocked.
+const ReasonFailoverBlocked = "FailoverBlocked"
+
+// blocked applies heartbeatv1.FailoverBlocked to node's stale lease, with the other agents' leases
+// read again uncached (a renewal, a lapse's end or a mark the cache has not delivered yet counts,
+// seen now).
+func (r *Reconciler) blocked(ctx context.Context, lease *coordinationv1.Lease) (bool, time.Duration, error) {
+	leases := &coordinationv1.LeaseList{}
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	if err := reader.List(ctx, leases, client.InNamespace(r.Namespace)); err != nil {
+		return false, 0, fmt.Errorf("list heartbeats: %w", err)
+	}
+	now := r.Clock.Now()
+	listed := map[string]bool{}
+	for i := range leases.Items {
+		if l := &leases.Items[i]; strings.HasPrefix(l.Name, heartbeatv1.LeasePrefix) {
+			r.seen.see(l, now)
+			listed[l.Name] = true
+		}
+	}
+	others := r.seen.others(lease.Name, listed, now)
+	blocked, why, wait := heartbeatv1.FailoverBlocked(r.seen.view(lease.Name), others, now)
+	if blocked {
+		r.Recorder.Eventf(lease, nil, corev1.EventTypeWarning, ReasonFailoverBlocked, "Wait", "The node agent's heartbeat is stale, but its instances are not failed over yet: %s", why)
+	}
+	return blocked, wait, nil
 }
 
 // failInstance marks one instance Failed (NodeUnresponsive), then removes its launcher Pod. Both

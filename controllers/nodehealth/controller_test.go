@@ -3,6 +3,7 @@ package nodehealth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -136,8 +137,172 @@ func TestHeartbeatJudgedByTheObserversClock(t *testing.T) {
 func TestSightingsDoNotGoBack(t *testing.T) {
 	var s sightings
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	assert.Equal(t, t0, s.see("l", "r1", t0))
-	assert.Equal(t, t0.Add(time.Second), s.see("l", "r2", t0.Add(time.Second)))
-	assert.Equal(t, t0.Add(time.Second), s.see("l", "r1", t0.Add(2*time.Second)), "the previous renewal again")
-	assert.Equal(t, t0.Add(3*time.Second), s.see("l", "r3", t0.Add(3*time.Second)))
+	assert.Equal(t, t0, s.see(renewedLease("n", "r1", ""), t0))
+	assert.Equal(t, t0.Add(time.Second), s.see(renewedLease("n", "r2", ""), t0.Add(time.Second)))
+	assert.Equal(t, t0.Add(time.Second), s.see(renewedLease("n", "r1", ""), t0.Add(2*time.Second)), "the previous renewal again")
+	assert.Equal(t, t0.Add(3*time.Second), s.see(renewedLease("n", "r3", ""), t0.Add(3*time.Second)))
+}
+
+// renewedLease is node's heartbeat lease held by holder (standing for a renewal) with the
+// confirmation mark confirmed ("": none) and one peer.
+func renewedLease(node, holder, confirmed string) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: heartbeatv1.LeaseName(node),
+		Annotations: map[string]string{heartbeatv1.AnnotationPeers: "1", heartbeatv1.AnnotationAddress: "10.0.0.1:8186"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), RenewTime: ptr.To(metav1.NewMicroTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))}}
+	if confirmed != "" {
+		l.Annotations[heartbeatv1.AnnotationConfirmed] = confirmed
+	}
+	return l
+}
+
+// The sightings record a lapse's end (a renewal seen more than LapseGap after the one before) and a
+// confirmation mark's change, each when seen; a lease seen for the first time counts as marked.
+func TestSightingsRecordLapsesAndMarks(t *testing.T) {
+	var s sightings
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	s.see(renewedLease("n", "r1", ""), t0)
+	v := s.view(heartbeatv1.LeaseName("n"))
+	assert.Equal(t, heartbeatv1.Sighting{Node: "n", Changed: t0, Marked: t0, Peers: 1, Answers: true}, v, "first sight")
+	s.see(renewedLease("n", "r2", ""), t0.Add(heartbeatv1.LapseGap))
+	assert.True(t, s.view(heartbeatv1.LeaseName("n")).GapEnded.IsZero(), "a renewal LapseGap after the last is no lapse")
+	at := t0.Add(2*heartbeatv1.LapseGap + time.Second)
+	s.see(renewedLease("n", "r3", ""), at)
+	assert.Equal(t, at, s.view(heartbeatv1.LeaseName("n")).GapEnded, "a lapse ended")
+	s.see(renewedLease("n", "r3", "1"), at.Add(time.Second))
+	v = s.view(heartbeatv1.LeaseName("n"))
+	assert.Equal(t, at.Add(time.Second), v.Marked, "the mark moved")
+	assert.Equal(t, at, v.Changed, "the renewal did not")
+}
+
+// A stale node whose peers may be cut off with it, or have vouched for it, is not failed over until
+// FailoverWindow after the last sign of that, and an Event says why; a lone agent's node never.
+func TestFailoverWaitsForTheOtherAgents(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"},
+		Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "n2"}}
+	stale, other := renewedLease("n2", "a", ""), renewedLease("n1", "b", "")
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stale, other, vmi).WithStatusSubresource(vmi).
+		WithIndex(&virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
+			return []string{o.(*virtv1.VirtualMachineInstance).Status.NodeName}
+		}).Build()
+	clk := clocktesting.NewFakePassiveClock(now)
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, Recorder: rec, Namespace: "podvirt", Threshold: 80 * time.Second, Clock: clk}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(stale)}
+	phase := func() virtv1.VirtualMachineInstancePhase {
+		got := &virtv1.VirtualMachineInstance{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(vmi), got))
+		return got.Status.Phase
+	}
+	renew := func(holder, confirmed string) {
+		l := &coordinationv1.Lease{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(other), l))
+		l.Spec.HolderIdentity = ptr.To(holder)
+		if confirmed != "" {
+			l.Annotations[heartbeatv1.AnnotationConfirmed] = confirmed
+		}
+		require.NoError(t, c.Update(ctx, l))
+	}
+	reconcileAt := func(at time.Time) ctrl.Result { // the other lease as its watch would, then the stale one
+		clk.SetTime(at)
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(other)})
+		require.NoError(t, err)
+		res, err := r.Reconcile(ctx, req)
+		require.NoError(t, err)
+		return res
+	}
+
+	reconcileAt(now)
+	// n1 renews every 10 s, but lapses once for 30 s, 40 s before n2's threshold ends.
+	for s := 10; s <= 40; s += 10 {
+		clk.SetTime(now.Add(time.Duration(s) * time.Second))
+		renew(fmt.Sprint("b", s), "")
+		reconcileAt(clk.Now())
+	}
+	renew("b70", "") // seen at 81 s: a lapse of 41 s ended
+	res := reconcileAt(now.Add(81 * time.Second))
+	assert.Equal(t, virtv1.Running, phase(), "a lapse of another agent ended just now")
+	assert.Equal(t, heartbeatv1.FailoverWindow+time.Second, res.RequeueAfter)
+	assert.Contains(t, <-rec.Events, "n1 renewed its heartbeat after a lapse")
+
+	renew("b100", "1") // n1 marks a confirmation, seen at 100 s
+	reconcileAt(now.Add(100 * time.Second))
+	reconcileAt(now.Add(100*time.Second + heartbeatv1.FailoverWindow - time.Second))
+	assert.Equal(t, virtv1.Running, phase(), "within the window of the mark")
+	for len(rec.Events) > 0 {
+		<-rec.Events
+	}
+
+	at := now.Add(100*time.Second + heartbeatv1.FailoverWindow)
+	res = reconcileAt(at) // n1 last renewed at 100 s: now lapsed itself
+	assert.Equal(t, virtv1.Running, phase(), "the other agent has lapsed: both may be cut off together")
+	assert.Contains(t, <-rec.Events, "n1 has not renewed its heartbeat for 1m10s either")
+
+	renew("b-fresh", "1")
+	clk.SetTime(at.Add(time.Second))
+	reconcileAt(clk.Now()) // the lapse ended: another window
+	at = at.Add(time.Second + heartbeatv1.FailoverWindow)
+	for s := time.Duration(0); s < heartbeatv1.FailoverWindow; s += 10 * time.Second {
+		clk.SetTime(at.Add(-heartbeatv1.FailoverWindow + s))
+		renew(fmt.Sprint("b-", s), "1")
+		reconcileAt(clk.Now())
+	}
+	reconcileAt(at.Add(time.Second))
+	assert.Equal(t, virtv1.Failed, phase(), "the other agent renews and marked nothing for a window: failed over")
+
+	// A node whose agent listed no peer is never failed over.
+	lone := renewedLease("n3", "c", "")
+	lone.Annotations[heartbeatv1.AnnotationPeers] = "0"
+	require.NoError(t, c.Create(ctx, lone))
+	clk.SetTime(at.Add(10 * time.Minute))
+	renew("b-late", "1")
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(lone)})
+	require.NoError(t, err)
+	clk.SetTime(at.Add(20 * time.Minute))
+	renew("b-later", "1")
+	_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(lone)})
+	require.NoError(t, err)
+	for len(rec.Events) > 1 {
+		<-rec.Events
+	}
+	assert.Contains(t, <-rec.Events, "listed no other agent")
+}
+
+// A lease deleted while its agent was lapsed (its Node deleted while cut off) still holds failovers
+// back until its agent's answers can no longer keep a guest running.
+func TestDeletedLapsedLeaseStillHoldsFailoverBack(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"},
+		Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "n2"}}
+	stale, gone := renewedLease("n2", "a", ""), renewedLease("n1", "b", "")
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stale, gone, vmi).WithStatusSubresource(vmi).
+		WithIndex(&virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
+			return []string{o.(*virtv1.VirtualMachineInstance).Status.NodeName}
+		}).Build()
+	clk := clocktesting.NewFakePassiveClock(now)
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(100), Namespace: "podvirt", Threshold: 80 * time.Second, Clock: clk}
+	reconcile := func(l *coordinationv1.Lease) {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(l)})
+		require.NoError(t, err)
+	}
+	phase := func() virtv1.VirtualMachineInstancePhase {
+		got := &virtv1.VirtualMachineInstance{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(vmi), got))
+		return got.Status.Phase
+	}
+	reconcile(gone)
+	reconcile(stale)
+	require.NoError(t, c.Delete(ctx, gone))
+	clk.SetTime(now.Add(2 * time.Minute))
+	reconcile(gone)
+	reconcile(stale)
+	assert.Equal(t, virtv1.Running, phase(), "the deleted lease's agent may still confirm n2's outage")
+	clk.SetTime(now.Add(heartbeatv1.ConfirmHorizon - time.Second))
+	reconcile(stale)
+	assert.Equal(t, virtv1.Running, phase())
+	clk.SetTime(now.Add(heartbeatv1.ConfirmHorizon + time.Second))
+	reconcile(stale)
+	assert.Equal(t, virtv1.Failed, phase(), "past the horizon")
 }

@@ -375,21 +375,35 @@ func StopNode(ctx context.Context, c Config, name string, out io.Writer) error {
 			continue
 		}
 		for _, comp := range []string{n.comp(compKubelet), n.comp(compProxy)} {
-			pid, ok := c.running(comp)
-			if !ok {
-				fmt.Fprintf(out, "%s is not running\n", comp)
-				continue
+			if err := c.kill(ctx, comp, out); err != nil {
+				return err
 			}
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				return fmt.Errorf("kill %s (pid %d): %w", comp, pid, err)
-			}
-			gone := func(context.Context) (bool, error) { return !processAlive(pid), nil }
-			if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, gone); err != nil {
-				return fmt.Errorf("%s (pid %d) did not die: %w", comp, pid, err)
-			}
-			fmt.Fprintf(out, "killed %s (pid %d)\n", comp, pid)
 		}
 		return nil
 	}
 	return fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(names, ", "))
+}
+
+// StopAPIServer kills the kube-apiserver, as a control-plane outage begins (etcd and everything
+// else keep running); Up starts it again.
+func StopAPIServer(ctx context.Context, c Config, out io.Writer) error {
+	return c.kill(ctx, compAPIServer, out)
+}
+
+// kill sends SIGKILL to a running component and waits (at most 10 s) until it is gone.
+func (c Config) kill(ctx context.Context, comp string, out io.Writer) error {
+	pid, ok := c.running(comp)
+	if !ok {
+		fmt.Fprintf(out, "%s is not running\n", comp)
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill %s (pid %d): %w", comp, pid, err)
+	}
+	gone := func(context.Context) (bool, error) { return !processAlive(pid), nil }
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, gone); err != nil {
+		return fmt.Errorf("%s (pid %d) did not die: %w", comp, pid, err)
+	}
+	fmt.Fprintf(out, "killed %s (pid %d)\n", comp, pid)
+	return nil
 }

@@ -95,3 +95,18 @@ const (
 	EventMigrated         = "Migrated"
 	EventMigrationFailed  = "MigrationFailed"
 )
+
+// PathPeerContact is where an agent asks another node's agent whether it too has lost the
+// control plane (GET, node identities only; heartbeatv1 has the rules). The answer is a
+// PeerContact, at most MaxPeerContactBytes.
+const PathPeerContact = "/v1/peers/contact"
+
+// PeerContact is an agent's answer on PathPeerContact.
+type PeerContact struct {
+	// CutOff: the answering agent's own last heartbeat renewal is older than heartbeatv1.LapseGap
+	// (or it has not renewed since it started), and its next renewal marks its lease.
+	CutOff bool `json:"cutOff"`
+}
+
+// MaxPeerContactBytes bounds a PeerContact answer as read.
+const MaxPeerContactBytes = 1024
