@@ -179,22 +179,10 @@ func TestSightingsRecordLapsesAndMarks(t *testing.T) {
 func TestFailoverWaitsForTheOtherAgents(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"},
-		Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "n2"}}
 	stale, other := renewedLease("n2", "a", ""), renewedLease("n1", "b", "")
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stale, other, vmi).WithStatusSubresource(vmi).
-		WithIndex(&virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
-			return []string{o.(*virtv1.VirtualMachineInstance).Status.NodeName}
-		}).Build()
-	clk := clocktesting.NewFakePassiveClock(now)
-	rec := events.NewFakeRecorder(10)
-	r := &Reconciler{Client: c, Recorder: rec, Namespace: "podvirt", Threshold: 80 * time.Second, Clock: clk}
+	c, r, clk, phase := twoNodes(t, now, stale, other)
+	rec := r.Recorder.(*events.FakeRecorder)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(stale)}
-	phase := func() virtv1.VirtualMachineInstancePhase {
-		got := &virtv1.VirtualMachineInstance{}
-		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(vmi), got))
-		return got.Status.Phase
-	}
 	renew := func(holder, confirmed string) {
 		l := &coordinationv1.Lease{}
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(other), l))
@@ -274,23 +262,11 @@ func TestFailoverWaitsForTheOtherAgents(t *testing.T) {
 func TestDeletedLapsedLeaseStillHoldsFailoverBack(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"},
-		Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "n2"}}
 	stale, gone := renewedLease("n2", "a", ""), renewedLease("n1", "b", "")
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stale, gone, vmi).WithStatusSubresource(vmi).
-		WithIndex(&virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
-			return []string{o.(*virtv1.VirtualMachineInstance).Status.NodeName}
-		}).Build()
-	clk := clocktesting.NewFakePassiveClock(now)
-	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(100), Namespace: "podvirt", Threshold: 80 * time.Second, Clock: clk}
+	c, r, clk, phase := twoNodes(t, now, stale, gone)
 	reconcile := func(l *coordinationv1.Lease) {
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(l)})
 		require.NoError(t, err)
-	}
-	phase := func() virtv1.VirtualMachineInstancePhase {
-		got := &virtv1.VirtualMachineInstance{}
-		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(vmi), got))
-		return got.Status.Phase
 	}
 	reconcile(gone)
 	reconcile(stale)
@@ -305,4 +281,26 @@ func TestDeletedLapsedLeaseStillHoldsFailoverBack(t *testing.T) {
 	clk.SetTime(now.Add(heartbeatv1.ConfirmHorizon + time.Second))
 	reconcile(stale)
 	assert.Equal(t, virtv1.Failed, phase(), "past the horizon")
+}
+
+// twoNodes is a Reconciler (80 s threshold, a fake clock at now, a recorder of 100 Events) over a
+// fake client holding the leases and an instance running on n2, whose phase phase reads.
+func twoNodes(t *testing.T, now time.Time, leases ...*coordinationv1.Lease) (client.Client, *Reconciler, *clocktesting.FakePassiveClock, func() virtv1.VirtualMachineInstancePhase) {
+	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"},
+		Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "n2"}}
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(vmi).WithStatusSubresource(vmi).
+		WithIndex(&virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
+			return []string{o.(*virtv1.VirtualMachineInstance).Status.NodeName}
+		})
+	for _, l := range leases {
+		b = b.WithObjects(l)
+	}
+	c := b.Build()
+	clk := clocktesting.NewFakePassiveClock(now)
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(100), Namespace: "podvirt", Threshold: 80 * time.Second, Clock: clk}
+	return c, r, clk, func() virtv1.VirtualMachineInstancePhase {
+		got := &virtv1.VirtualMachineInstance{}
+		require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(vmi), got))
+		return got.Status.Phase
+	}
 }
