@@ -72,6 +72,18 @@ func (ca *testCA) clientCert(t *testing.T, cn string) *tls.Certificate {
 	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
+// agentCert issues a certificate named cn for client and server auth, as the signer issues an agent's.
+func (ca *testCA) agentCert(t *testing.T, cn string) *tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
 // startSigner runs virt-api's signer of the agents' certificates against the test apiserver.
 func startSigner(t *testing.T, e *testenv.Env, caSecret types.NamespacedName) {
 	t.Helper()
