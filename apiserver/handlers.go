@@ -44,11 +44,17 @@ type Handlers struct {
 
 	streams sync.WaitGroup
 	perUser console.Limiter // streams per user, at most MaxStreamsPerUser
+	all     console.Limiter // every stream (one key), at most MaxStreams
 }
 
 // MaxStreamsPerUser bounds the streams (consoles, VNC, forwarded connections) one user may hold
 // open through one virt-api; one more is refused with 429 naming the limit.
 const MaxStreamsPerUser = 128
+
+// MaxStreams bounds the streams one virt-api holds open for all users together (ServiceAccounts
+// are anyone's to create, so the per-user bound alone bounds nothing); one more is refused with 503
+// naming the limit. A stream holds its joiner's buffers (32 KiB each way), never a whole frame.
+const MaxStreams = 1024
 
 // Routes registers the calls of subv1.Table under prefix (/apis/subresources.kubevirt.io/VERSION) on
 // mux, each with its handler (calls); a row without one panics, which a unit test catches.
@@ -249,8 +255,8 @@ func (h *Handlers) applyVMCall(ctx context.Context, key types.NamespacedName, dr
 	}
 	if grace != nil {
 		if g := grace(); g != nil && vmi != nil {
-			if *g < 0 {
-				return apierrors.NewBadRequest(fmt.Sprintf("gracePeriod: must be >= 0, got %d", *g))
+			if *g < 0 || *g > virtv1.MaxGracePeriodSeconds {
+				return apierrors.NewBadRequest(fmt.Sprintf("gracePeriod: must be between 0 and %d seconds, got %d", virtv1.MaxGracePeriodSeconds, *g))
 			}
 			body := fmt.Appendf(nil, `{"spec":{"terminationGracePeriodSeconds":%d}}`, *g)
 			if err := h.Client.Patch(ctx, vmi, client.RawPatch(types.MergePatchType, body), opts...); err != nil {

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 )
@@ -48,4 +50,35 @@ func TestEveryTableRowIsServed(t *testing.T) {
 		assert.Equal(t, sr.Verb, listed[sr.Resource+"/"+sr.Name], "discovery of %s/%s", sr.Resource, sr.Name)
 	}
 	assert.Len(t, resources(), len(subv1.Table()))
+}
+
+// Streams are bounded per user and for the whole virt-api; the one beyond a bound is refused naming
+// it, before anything is looked up or dialled.
+func TestStreamsAreBounded(t *testing.T) {
+	open := func(h *Handlers, name string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/namespaces/ns/virtualmachineinstances/vm/console", nil)
+		r = r.WithContext(request.WithUser(r.Context(), &user.DefaultInfo{Name: name}))
+		w := httptest.NewRecorder()
+		h.stream(w, r, "/console")
+		return w
+	}
+	h := &Handlers{}
+	for range MaxStreamsPerUser {
+		_, ok := h.perUser.Acquire("alice", MaxStreamsPerUser)
+		assert.True(t, ok)
+	}
+	w := open(h, "alice")
+	assert.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Contains(t, w.Body.String(), "user alice already has 128 streams open through this virt-api, the limit")
+
+	h = &Handlers{}
+	for range MaxStreams {
+		_, ok := h.all.Acquire("", MaxStreams)
+		assert.True(t, ok)
+	}
+	w = open(h, "bob")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Contains(t, w.Body.String(), "this virt-api already has 1024 streams open, the limit")
+	_, ok := h.perUser.Acquire("bob", 1)
+	assert.True(t, ok, "the refused stream gave its user's slot back")
 }

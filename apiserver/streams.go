@@ -51,6 +51,12 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath stri
 		return
 	}
 	defer release()
+	releaseSlot, ok := h.all.Acquire("", MaxStreams)
+	if !ok {
+		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("this virt-api already has %d streams open, the limit", MaxStreams)))
+		return
+	}
+	defer releaseSlot()
 	h.streams.Add(1)
 	defer h.streams.Done()
 	ctx, cancel := context.WithCancelCause(r.Context())

@@ -45,6 +45,7 @@ func TestFlagErrorsComeFirst(t *testing.T) {
 		want string
 	}{
 		{[]string{"stop", "vm", "--force"}, "virtctl stop: --force needs --grace-period"},
+		{[]string{"stop", "vm", "--force", "--grace-period=4611686018427387904"}, "virtctl stop: --grace-period must be at most 31536000 seconds"},
 		{[]string{"restart", "vm", "--grace-period=3"}, "virtctl restart: --grace-period is only used with --force"},
 		{[]string{"start", "vm", "--wait", "--dry-run"}, "--wait and --dry-run do not go together"},
 		{[]string{"start", "vm", "--timeout=0s"}, "--timeout must be positive"},

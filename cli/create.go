@@ -107,8 +107,8 @@ func (o *CreateVMOptions) Validate(cmd *cobra.Command) error {
 		}
 		o.preference = &virtv1.PreferenceMatcher{Kind: kind, Name: name}
 	}
-	if o.GracePeriod < 0 {
-		return usageError(cmd, "--termination-grace-period must not be negative, got %d", o.GracePeriod)
+	if o.GracePeriod < 0 || o.GracePeriod > virtv1.MaxGracePeriodSeconds {
+		return usageError(cmd, "--termination-grace-period must be between 0 and %d seconds, got %d", virtv1.MaxGracePeriodSeconds, o.GracePeriod)
 	}
 	given := 0
 	for _, s := range []string{o.UserDataBase64, o.UserDataFile} {

@@ -102,6 +102,8 @@ func (o *LifecycleOptions) Validate(cmd *cobra.Command) error {
 		return usageError(cmd, "--force needs --grace-period (e.g. --grace-period=0 to stop at once)")
 	case !o.Force && o.GracePeriod >= 0:
 		return usageError(cmd, "--grace-period is only used with --force")
+	case o.GracePeriod > virtv1.MaxGracePeriodSeconds:
+		return usageError(cmd, "--grace-period must be at most %d seconds, got %d", virtv1.MaxGracePeriodSeconds, o.GracePeriod)
 	case o.Timeout <= 0:
 		return usageError(cmd, "--timeout must be positive, got %s", o.Timeout)
 	case o.Wait && o.DryRun:

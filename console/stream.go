@@ -119,8 +119,8 @@ func closeReason(e splice.Ending) string {
 // Conn adapts a websocket to a byte stream (binary frames carry raw bytes), for piping one
 // websocket into another (virt-api between the client and the node agent).
 type Conn struct {
-	ws      *websocket.Conn
-	pending []byte
+	ws  *websocket.Conn
+	cur io.Reader // the frame being read; nil between frames
 }
 
 // NewConn wraps ws, reading frames of at most MaxFrame bytes.
@@ -129,22 +129,37 @@ func NewConn(ws *websocket.Conn) *Conn {
 	return &Conn{ws: ws}
 }
 
-// Read returns the bytes of the next frames; a close from the peer ends the stream.
+// Read returns the bytes of the next frames as they arrive, never holding a whole frame: a stream
+// costs its joiner's buffer however large the peer's frames are. A close from the peer ends the stream.
 func (c *Conn) Read(p []byte) (int, error) {
-	for len(c.pending) == 0 {
-		_, data, err := c.ws.ReadMessage()
-		if err != nil {
-			var ce *websocket.CloseError
-			if errors.As(err, &ce) {
-				return 0, io.EOF
-			}
-			return 0, err
-		}
-		c.pending = data
+	if len(p) == 0 {
+		return 0, nil
 	}
-	n := copy(p, c.pending)
-	c.pending = c.pending[n:]
-	return n, nil
+	for {
+		if c.cur == nil {
+			_, r, err := c.ws.NextReader()
+			if err != nil {
+				return 0, closedIsEOF(err)
+			}
+			c.cur = r
+		}
+		n, err := c.cur.Read(p)
+		if errors.Is(err, io.EOF) { // this frame ended; the next one may follow
+			c.cur, err = nil, nil
+		}
+		if n > 0 || err != nil {
+			return n, closedIsEOF(err)
+		}
+	}
+}
+
+// closedIsEOF turns the peer's close frame into io.EOF, the end of the stream.
+func closedIsEOF(err error) error {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		return io.EOF
+	}
+	return err
 }
 
 // Write sends p as one binary frame, within WriteTimeout.

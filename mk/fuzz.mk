@@ -13,7 +13,8 @@ FUZZ_TARGETS := \
 	./api/launcher/v1:FuzzBounded \
 	./apiserver:FuzzReadBody \
 	./nodeagent/launcher/isoimage:FuzzWrite \
-	./console:FuzzServe
+	./console:FuzzServe \
+	./nodeagent/launcher:FuzzDecodeRequest
 FUZZTIME ?= 10m
 FUZZ_SHORT ?= 20000x
 

@@ -81,8 +81,10 @@ type VirtualMachineInstanceSpec struct {
 
 	// TerminationGracePeriodSeconds is how long the guest has to shut down after an ACPI power-off
 	// before it is killed. Defaults to 30.
+	// At most MaxGracePeriodSeconds.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 
 	// Volumes the disks refer to by name.
@@ -182,10 +184,16 @@ const StartStrategyPaused StartStrategy = "Paused"
 // spec.terminationGracePeriodSeconds is unset (KubeVirt's default).
 const DefaultGracePeriodSeconds int64 = 30
 
-// GracePeriodSeconds is the instance's termination grace period, or the default when unset.
+// MaxGracePeriodSeconds bounds spec.terminationGracePeriodSeconds and a stop request's
+// gracePeriod (one year; the CRD's Maximum says the same): far beyond any shutdown, and small
+// enough that the grace period plus the launcher Pod's margin, in nanoseconds, fits an int64.
+const MaxGracePeriodSeconds int64 = 365 * 24 * 60 * 60
+
+// GracePeriodSeconds is the instance's termination grace period, or the default when unset, within
+// [0, MaxGracePeriodSeconds] whatever an object stored before the bound says.
 func (s *VirtualMachineInstanceSpec) GracePeriodSeconds() int64 {
 	if s.TerminationGracePeriodSeconds != nil {
-		return *s.TerminationGracePeriodSeconds
+		return min(max(*s.TerminationGracePeriodSeconds, 0), MaxGracePeriodSeconds)
 	}
 	return DefaultGracePeriodSeconds
 }

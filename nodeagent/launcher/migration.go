@@ -88,9 +88,10 @@ func (g *guest) adopt() {
 
 // migrate starts sending the running guest to the target; the outcome comes back on g.migrated.
 func (g *guest) migrate(req launcherv1.MigrateRequest) error {
+	if err := validMigrate(req); err != nil {
+		return err
+	}
 	switch {
-	case req.UID == "":
-		return fmt.Errorf("%w: uid: required", errBadRequest)
 	case g.migration != nil && g.migration.UID == req.UID:
 		return nil // asked again: its status tells how far it is
 	case g.migrating:

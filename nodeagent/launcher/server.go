@@ -3,11 +3,13 @@ package launcher
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
 // maxBody bounds a request body (a VMI is a few KiB).
@@ -28,11 +30,12 @@ func newHandler(g *guest) http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		if req.GracePeriodSeconds < 0 {
-			writeJSON(w, http.StatusBadRequest, launcherv1.Error{Message: "gracePeriodSeconds: must not be negative"})
+		grace, err := shutdownGrace(req)
+		if err != nil {
+			writeError(w, err)
 			return
 		}
-		reply(w, r, g, request{op: opShutdown, grace: time.Duration(req.GracePeriodSeconds) * time.Second}, http.StatusAccepted)
+		reply(w, r, g, request{op: opShutdown, grace: grace}, http.StatusAccepted)
 	})
 	mux.HandleFunc("POST "+launcherv1.PathKill, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, g, request{op: opKill}, http.StatusAccepted)
@@ -51,6 +54,10 @@ func newHandler(g *guest) http.Handler {
 	mux.HandleFunc("POST "+launcherv1.PathMigrate, func(w http.ResponseWriter, r *http.Request) {
 		var req launcherv1.MigrateRequest
 		if !decode(w, r, &req) {
+			return
+		}
+		if err := validMigrate(req); err != nil {
+			writeError(w, err)
 			return
 		}
 		reply(w, r, g, request{op: opMigrate, migrate: req}, http.StatusAccepted)
@@ -91,6 +98,29 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// shutdownGrace is a shutdown request's grace period, within [0, virtv1.MaxGracePeriodSeconds].
+func shutdownGrace(req launcherv1.ShutdownRequest) (time.Duration, error) {
+	if g := req.GracePeriodSeconds; g < 0 || g > virtv1.MaxGracePeriodSeconds {
+		return 0, fmt.Errorf("%w: gracePeriodSeconds: must be between 0 and %d, got %d", errBadRequest, virtv1.MaxGracePeriodSeconds, g)
+	}
+	return time.Duration(req.GracePeriodSeconds) * time.Second, nil
+}
+
+// maxMigrationUID bounds a migration request's uid (a Kubernetes UID is 36 bytes): it is kept and
+// reported in every status.
+const maxMigrationUID = 128
+
+// validMigrate checks a migration request before it reaches the guest.
+func validMigrate(req launcherv1.MigrateRequest) error {
+	switch {
+	case req.UID == "":
+		return fmt.Errorf("%w: uid: required", errBadRequest)
+	case len(req.UID) > maxMigrationUID:
+		return fmt.Errorf("%w: uid: at most %d bytes, got %d", errBadRequest, maxMigrationUID, len(req.UID))
+	}
+	return nil
 }
 
 // reply runs the request on the guest's loop and answers with the status, or the error.
