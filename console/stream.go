@@ -119,9 +119,18 @@ func closeReason(e splice.Ending) string {
 // Conn adapts a websocket to a byte stream (binary frames carry raw bytes), for piping one
 // websocket into another (virt-api between the client and the node agent).
 type Conn struct {
-	ws  *websocket.Conn
-	cur io.Reader // the frame being read; nil between frames
+	ws     *websocket.Conn
+	cur    io.Reader // the frame being read; nil between frames
+	tooBig bool      // the peer sent a frame over MaxFrame: Close lingers
 }
+
+// A Conn closed for a frame over MaxFrame discards what the peer still sends, for at most
+// lingerTime and lingerBytes, before it closes the connection: closing it at once, with the rest
+// of the frame unread, resets it, and the peer may lose the close frame that says why (1009).
+const (
+	lingerTime  = 2 * time.Second
+	lingerBytes = 128 << 20
+)
 
 // NewConn wraps ws, reading frames of at most MaxFrame bytes.
 func NewConn(ws *websocket.Conn) *Conn {
@@ -147,6 +156,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if errors.Is(err, io.EOF) { // this frame ended; the next one may follow
 			c.cur, err = nil, nil
 		}
+		if errors.Is(err, websocket.ErrReadLimit) { // gorilla has sent the close frame (1009)
+			c.tooBig = true
+		}
 		if n > 0 || err != nil {
 			return n, closedIsEOF(err)
 		}
@@ -170,8 +182,16 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close closes the websocket.
-func (c *Conn) Close() error { return c.ws.Close() }
+// Close closes the websocket, after a bounded linger when the peer's frame was too big.
+func (c *Conn) Close() error {
+	if c.tooBig {
+		raw := c.ws.NetConn()
+		if raw.SetReadDeadline(time.Now().Add(lingerTime)) == nil {
+			_, _ = io.CopyN(io.Discard, raw, lingerBytes)
+		}
+	}
+	return c.ws.Close()
+}
 
 // writeFrame sends p as one binary frame, failing when the peer does not take it within WriteTimeout.
 func writeFrame(ws *websocket.Conn, p []byte) error {

@@ -78,6 +78,7 @@ func TestVirtAPIStreamsAndActions(t *testing.T) {
 	t.Run("rbac of streams and actions", func(t *testing.T) { streamRBAC(t, f) })
 	t.Run("idle console behind a proxy dropping 10 s idle connections", func(t *testing.T) { idleConsole(t, f, base) })
 	t.Run("bad requests", func(t *testing.T) { badRequests(t, f) })
+	t.Run("bad input corpus", func(t *testing.T) { badInputCorpus(t, f) })
 	t.Run("migrate", func(t *testing.T) { migrate(t, f) })
 	t.Run("softreboot", func(t *testing.T) {
 		put(f, base+"/virtualmachineinstances/vm/softreboot", "", 202, "")
