@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -35,8 +36,32 @@ type HostDisks struct {
 	Reader client.Reader
 	// Interval is the time between sweeps for the directories of deleted namespaces.
 	Interval time.Duration
+	// Budget bounds each namespace's images on this node (zero: DefaultHostDiskBudget).
+	Budget HostDiskBudget
 
 	mu sync.Mutex // one claim or sweep at a time
+}
+
+// HostDiskBudget bounds one namespace's hostDisk images on one node: a DiskOrCreate that would go
+// past it is refused naming the budget. Bytes counts the images' sizes, which are sparse: what
+// their guests may write into them, not what they hold yet.
+type HostDiskBudget struct {
+	Bytes  int64
+	Images int
+}
+
+// DefaultHostDiskBudget is the node agent's budget unless --host-disk-namespace-budget says
+// otherwise: 1 TiB (admission's largest single disk) in at most 256 images.
+var DefaultHostDiskBudget = HostDiskBudget{Bytes: 1 << 40, Images: 256}
+
+func (b HostDiskBudget) orDefault() HostDiskBudget {
+	if b.Bytes <= 0 {
+		b.Bytes = DefaultHostDiskBudget.Bytes
+	}
+	if b.Images <= 0 {
+		b.Images = DefaultHostDiskBudget.Images
+	}
+	return b
 }
 
 // hostDiskSweepInterval is how often the agent looks for the images of deleted namespaces.
@@ -123,7 +148,7 @@ func (h *HostDisks) Prepare(ctx context.Context, vmi *virtv1.VirtualMachineInsta
 	if err := h.claim(vmi.Namespace, string(ns.UID)); err != nil {
 		return err
 	}
-	return prepareHostDisks(h.Dir, vmi, pod)
+	return prepareHostDisks(h.Dir, vmi, pod, h.Budget)
 }
 
 func hasHostDisk(vmi *virtv1.VirtualMachineInstance) bool {
@@ -186,9 +211,11 @@ func (e *hostDiskError) Error() string { return e.msg }
 // image of its capacity when there is none, Disk must exist; either way the regular file (never a
 // symlink or a directory, and reached through no symlink) is handed to the launcher's user. dir is
 // the node's launcherv1.HostDiskRoot as the agent sees it; the launcher's user is the one its Pod
-// runs as.
-func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod) error {
+// runs as. An image is created only within the namespace's budget (callers hold HostDisks.mu, so
+// two creations never both fit in the same room).
+func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, budget HostDiskBudget) error {
 	owner := launcherUser(pod)
+	budget = budget.orDefault()
 	for i, v := range vmi.Spec.Volumes {
 		hd := v.HostDisk
 		if hd == nil {
@@ -204,7 +231,7 @@ func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev
 				return &hostDiskError{fmt.Sprintf("%s.path: %q: names starting with .podvirt- are the node agent's", field, hd.Path)}
 			}
 		}
-		if err := provideImage(dir, rel, hd, field, owner); err != nil {
+		if err := provideImage(dir, rel, hd, field, owner, budget); err != nil {
 			return err
 		}
 	}
@@ -212,7 +239,7 @@ func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev
 }
 
 // provideImage makes dir/rel a regular file owned by the launcher's user.
-func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user) error {
+func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user, budget HostDiskBudget) error {
 	parts := strings.Split(rel, "/")
 	cur := dir
 	for _, p := range parts[:len(parts)-1] { // the directories: created, never followed as symlinks
@@ -250,6 +277,10 @@ func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user
 		return &hostDiskError{fmt.Sprintf("%s.path: %s is not a regular file on the node", field, hd.Path)}
 	}
 	if fi.Size() == 0 && hd.Type == virtv1.HostDiskExistsOrCreate {
+		if err := withinBudget(filepath.Join(dir, parts[0]), hd.Capacity.Value(), field, budget); err != nil {
+			_ = os.Remove(file)
+			return err
+		}
 		if err := f.Truncate(hd.Capacity.Value()); err != nil {
 			_ = os.Remove(file)
 			return &hostDiskError{fmt.Sprintf("%s.capacity: cannot make a %s image: %v", field, hd.Capacity.String(), err)}
@@ -260,6 +291,45 @@ func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user
 	}
 	return nil
 }
+
+// withinBudget checks that an image of size bytes more fits the budget of the namespace whose
+// directory is nsDir (the new image, still empty, is already in it).
+func withinBudget(nsDir string, size int64, field string, budget HostDiskBudget) error {
+	var used int64
+	images := 0
+	err := filepath.WalkDir(nsDir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() || d.Name() == launcherv1.HostDiskNamespaceUIDFile {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		used, images = used+fi.Size(), images+1
+		if images > budget.Images {
+			return fs.SkipAll // enough to refuse
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: measure the namespace's hostDisk images: %w", field, err)
+	}
+	ns := filepath.Base(nsDir)
+	switch {
+	case images > budget.Images:
+		return &hostDiskError{fmt.Sprintf("%s.path: namespace %s already has %d hostDisk images on this node, the node agent's limit (--host-disk-namespace-budget)", field, ns, budget.Images)}
+	case size > budget.Bytes-used:
+		return &hostDiskError{fmt.Sprintf("%s.capacity: %s more would bring namespace %s's hostDisk images on this node to %s, beyond the node agent's budget of %s per namespace (--host-disk-namespace-budget)",
+			field, quantity(size), ns, quantity(used+size), quantity(budget.Bytes))}
+	}
+	return nil
+}
+
+// quantity shows bytes as Kubernetes does (binary suffixes).
+func quantity(bytes int64) string { return resource.NewQuantity(bytes, resource.BinarySI).String() }
 
 // user is a numeric user and group.
 type user struct{ uid, gid int }

@@ -36,7 +36,7 @@ func TestPrepareHostDisks(t *testing.T) {
 	}
 	dir := t.TempDir()
 	created := virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/data.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("16Mi")}
-	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created), nil))
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created), nil, HostDiskBudget{}))
 	fi, err := os.Stat(filepath.Join(dir, "vm1", "data.img"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(16<<20), fi.Size())
@@ -45,33 +45,33 @@ func TestPrepareHostDisks(t *testing.T) {
 
 	// An existing image is kept as it is (its data survives the instance).
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "vm1", "data.img"), []byte("kept"), 0o600))
-	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created, virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/data.img", Type: virtv1.HostDiskExists}), nil))
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created, virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/data.img", Type: virtv1.HostDiskExists}), nil, HostDiskBudget{}))
 	data, err := os.ReadFile(filepath.Join(dir, "vm1", "data.img"))
 	require.NoError(t, err)
 	assert.Equal(t, "kept", string(data))
 
 	// The image goes to the user the launcher Pod runs as (the controller's --launcher-uid).
 	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(2000)), RunAsGroup: ptr.To(int64(3000))}}}
-	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created), pod))
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(created), pod, HostDiskBudget{}))
 	fi, err = os.Stat(filepath.Join(dir, "vm1", "data.img"))
 	require.NoError(t, err)
 	assert.EqualValues(t, 2000, fi.Sys().(*syscall.Stat_t).Uid)
 	assert.EqualValues(t, 3000, fi.Sys().(*syscall.Stat_t).Gid)
 
-	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/missing.img", Type: virtv1.HostDiskExists}), nil)
+	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/missing.img", Type: virtv1.HostDiskExists}), nil, HostDiskBudget{})
 	var herr *hostDiskError
 	require.ErrorAs(t, err, &herr)
 	assert.Equal(t, "spec.volumes[0].hostDisk.path: /var/lib/podvirt/hostdisks/vm1/missing.img does not exist on the node (type Disk; DiskOrCreate creates it)", err.Error())
 	assert.True(t, permanentSyncError(err), "the instance fails")
 
 	for _, p := range []string{"/etc/shadow", launcherv1.HostDiskRoot + "/other-namespace/data.img"} {
-		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: p, Type: virtv1.HostDiskExists}), nil)
+		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: p, Type: virtv1.HostDiskExists}), nil, HostDiskBudget{})
 		require.ErrorAs(t, err, &herr, "never outside the namespace's host disk directory, whatever admission let through: %s", p)
 	}
 
 	// A path that climbs out of the namespace's directory creates nothing elsewhere.
 	escape := virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/../other-namespace/data.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("1Mi")}
-	require.ErrorAs(t, prepareHostDisks(dir, hostDiskVMI(escape), nil), &herr)
+	require.ErrorAs(t, prepareHostDisks(dir, hostDiskVMI(escape), nil, HostDiskBudget{}), &herr)
 	assert.NoFileExists(t, filepath.Join(dir, "other-namespace", "data.img"))
 
 	// Symlinks are never followed: not as the image, not as a directory on the way.
@@ -80,13 +80,13 @@ func TestPrepareHostDisks(t *testing.T) {
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "vm1", "link.img")))
 	require.NoError(t, os.Symlink(filepath.Dir(outside), filepath.Join(dir, "vm1", "linkdir")))
 	for _, p := range []string{"/vm1/link.img", "/vm1/linkdir/victim"} {
-		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + p, Type: virtv1.HostDiskExists}), nil)
+		err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + p, Type: virtv1.HostDiskExists}), nil, HostDiskBudget{})
 		require.ErrorAs(t, err, &herr, p)
 	}
 	fi, err = os.Stat(outside)
 	require.NoError(t, err)
 	assert.Zero(t, fi.Sys().(*syscall.Stat_t).Uid, "the file outside kept its owner")
-	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1", Type: virtv1.HostDiskExists}), nil)
+	err = prepareHostDisks(dir, hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1", Type: virtv1.HostDiskExists}), nil, HostDiskBudget{})
 	require.ErrorAs(t, err, &herr, "a directory is not an image")
 }
 
@@ -160,4 +160,36 @@ func TestPrepareDoesNotInheritADeletedNamespacesImages(t *testing.T) {
 
 	gone := &HostDisks{Dir: dir, Reader: namespaces(nil)}
 	assert.ErrorContains(t, gone.Prepare(context.Background(), hostDiskVMI(hd), nil), "namespace vm1", "no namespace, no images")
+}
+
+// A namespace's images on one node stay within the agent's budget, in bytes and in images; a
+// refused image is not left behind, and an image that exists is never counted twice.
+func TestHostDiskBudget(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("prepareHostDisks hands files to the launcher's user: run as root, as the node agent does (make test does)")
+	}
+	dir := t.TempDir()
+	budget := HostDiskBudget{Bytes: 10 << 20, Images: 2}
+	image := func(name, capacity string) virtv1.HostDisk {
+		return virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm1/" + name, Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse(capacity)}
+	}
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(image("a.img", "6Mi")), nil, budget))
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(image("a.img", "6Mi")), nil, budget), "an existing image is not created again")
+
+	err := prepareHostDisks(dir, hostDiskVMI(image("b.img", "5Mi")), nil, budget)
+	var herr *hostDiskError
+	require.ErrorAs(t, err, &herr)
+	assert.Equal(t, "spec.volumes[0].hostDisk.capacity: 5Mi more would bring namespace vm1's hostDisk images on this node to 11Mi, beyond the node agent's budget of 10Mi per namespace (--host-disk-namespace-budget)", err.Error())
+	assert.NoFileExists(t, filepath.Join(dir, "vm1", "b.img"))
+
+	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(image("b.img", "4Mi")), nil, budget))
+	err = prepareHostDisks(dir, hostDiskVMI(image("c.img", "1Ki")), nil, budget)
+	require.ErrorAs(t, err, &herr)
+	assert.Contains(t, err.Error(), "spec.volumes[0].hostDisk.path: namespace vm1 already has 2 hostDisk images on this node, the node agent's limit")
+	assert.NoFileExists(t, filepath.Join(dir, "vm1", "c.img"))
+
+	// Another namespace has a budget of its own.
+	other := hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm2/a.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("10Mi")})
+	other.Namespace = "vm2"
+	require.NoError(t, prepareHostDisks(dir, other, nil, budget))
 }

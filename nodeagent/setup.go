@@ -58,6 +58,8 @@ type Config struct {
 	Clock clock.PassiveClock
 	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (--host-disk-dir).
 	HostDiskDir string
+	// HostDiskBudget bounds each namespace's hostDisk images (zero: DefaultHostDiskBudget).
+	HostDiskBudget HostDiskBudget
 	// QemuCapabilitiesDir is where the agent's Pod leaves libvirt's cache of qemu's capabilities
 	// (see QemuCapabilities); empty: every launcher probes qemu itself.
 	QemuCapabilitiesDir string
@@ -147,7 +149,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		Reconciler: &Reconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
 			Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Triggers: triggers, Clock: cfg.Clock,
-			HostDisks:        &HostDisks{Dir: cfg.HostDiskDir, Reader: mgr.GetAPIReader(), Interval: hostDiskSweepInterval},
+			HostDisks:        &HostDisks{Dir: cfg.HostDiskDir, Reader: mgr.GetAPIReader(), Interval: hostDiskSweepInterval, Budget: cfg.HostDiskBudget},
 			QemuCapabilities: &QemuCapabilities{Dir: cfg.QemuCapabilitiesDir},
 		},
 		Heartbeat: &Heartbeat{

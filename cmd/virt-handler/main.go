@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,6 +51,9 @@ type options struct {
 	zap                          zap.Options
 	hostDiskDir                  string
 	qemuCapsDir                  string
+	hostDiskBudget               string
+	hostDiskImages               int
+	budget                       nodeagent.HostDiskBudget
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
@@ -72,6 +76,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
 	fs.StringVar(&o.hostDiskDir, "host-disk-dir", launcherv1.HostDiskRoot, "where the node's "+launcherv1.HostDiskRoot+" (hostDisk images) is mounted in the agent")
+	fs.StringVar(&o.hostDiskBudget, "host-disk-namespace-budget", resource.NewQuantity(nodeagent.DefaultHostDiskBudget.Bytes, resource.BinarySI).String(), "how large one namespace's hostDisk images on this node may be together (their sizes: what their guests may write); a DiskOrCreate past it is refused")
+	fs.IntVar(&o.hostDiskImages, "host-disk-namespace-images", nodeagent.DefaultHostDiskBudget.Images, "how many hostDisk images one namespace may have on this node")
 	fs.StringVar(&o.qemuCapsDir, "qemu-capabilities-dir", "", "where a container beside the agent leaves libvirt's cache of qemu's capabilities, probed on this node with the launcher image (virt-launcher probe-capabilities), for emulated guests' launchers; empty: launchers probe qemu themselves")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -89,7 +95,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 		return nil, errors.New("--tls-secret: required (the subresource server is never served without mutual TLS)")
 	case o.deviceCount < 1:
 		return nil, fmt.Errorf("--device-count: must be at least 1, got %d", o.deviceCount)
+	case o.hostDiskImages < 1:
+		return nil, fmt.Errorf("--host-disk-namespace-images: must be at least 1, got %d", o.hostDiskImages)
 	}
+	q, err := resource.ParseQuantity(o.hostDiskBudget)
+	if err != nil || q.Sign() <= 0 {
+		return nil, fmt.Errorf("--host-disk-namespace-budget: %q is not a positive quantity", o.hostDiskBudget)
+	}
+	o.budget = nodeagent.HostDiskBudget{Bytes: q.Value(), Images: o.hostDiskImages}
 	return o, nil
 }
 
@@ -110,7 +123,7 @@ func run(args []string) error {
 		Dial: nodeagent.KubeletDialer(o.kubeletRoot), PollInterval: o.pollInterval, HostDiskDir: o.hostDiskDir,
 		HeartbeatInterval: heartbeatv1.RenewInterval, SubresourceAddr: o.listen,
 	}
-	cfg.QemuCapabilitiesDir = o.qemuCapsDir
+	cfg.QemuCapabilitiesDir, cfg.HostDiskBudget = o.qemuCapsDir, o.budget
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/nodeagent"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 )
 
@@ -32,6 +33,7 @@ func TestFlagDefaults(t *testing.T) {
 	assert.Equal(t, ":8186", o.listen)
 	assert.Equal(t, 110, o.deviceCount)
 	assert.False(t, o.useEmulation)
+	assert.Equal(t, nodeagent.HostDiskBudget{Bytes: 1 << 40, Images: 256}, o.budget)
 
 	t.Setenv("POD_NAMESPACE", "kubevirt")
 	o, err = parse(t, "--kubelet-root=/k", "--use-emulation")
@@ -46,6 +48,13 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 	require.ErrorContains(t, err, "--device-count")
 	_, err = parse(t, "--listen=")
 	require.ErrorContains(t, err, "--listen")
+	_, err = parse(t, "--host-disk-namespace-budget=lots")
+	require.ErrorContains(t, err, `--host-disk-namespace-budget: "lots" is not a positive quantity`)
+	_, err = parse(t, "--host-disk-namespace-images=0")
+	require.ErrorContains(t, err, "--host-disk-namespace-images: must be at least 1")
+	o, err := parse(t, "--host-disk-namespace-budget=200Gi", "--host-disk-namespace-images=8")
+	require.NoError(t, err)
+	assert.Equal(t, nodeagent.HostDiskBudget{Bytes: 200 << 30, Images: 8}, o.budget)
 }
 
 func TestKVMAdvertisedOnlyWhenUsable(t *testing.T) {
