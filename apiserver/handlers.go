@@ -53,8 +53,10 @@ const MaxStreamsPerUser = 128
 
 // MaxStreams bounds the streams one virt-api holds open for all users together (ServiceAccounts
 // are anyone's to create, so the per-user bound alone bounds nothing); one more is refused with 503
-// naming the limit. A stream holds its joiner's buffers (32 KiB each way), never a whole frame.
-const MaxStreams = 1024
+// naming the limit. A stream never holds a whole frame, but its joiner's buffers (32 KiB each way),
+// websocket buffers, two TLS connections and goroutines: about 150–250 KiB (estimated, not
+// measured), so 512 of them stay well inside virt-api's 256Mi.
+const MaxStreams = 512
 
 // Routes registers the calls of subv1.Table under prefix (/apis/subresources.kubevirt.io/VERSION) on
 // mux, each with its handler (calls); a row without one panics, which a unit test catches.

@@ -78,7 +78,7 @@ func TestStreamsAreBounded(t *testing.T) {
 	}
 	w = open(h, "bob")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.Contains(t, w.Body.String(), "this virt-api already has 1024 streams open, the limit")
+	assert.Contains(t, w.Body.String(), "this virt-api already has 512 streams open, the limit")
 	_, ok := h.perUser.Acquire("bob", 1)
 	assert.True(t, ok, "the refused stream gave its user's slot back")
 }

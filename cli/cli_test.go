@@ -52,6 +52,7 @@ func TestFlagErrorsComeFirst(t *testing.T) {
 		{[]string{"console", "vm", "--escape", "ab"}, `--escape: "ab" is not ^X or a single character`},
 		{[]string{"console", "vm", "--expect", "("}, "--expect: error parsing regexp"},
 		{[]string{"console", "vm", "--timeout", "0"}, "--timeout must be a positive number of minutes"},
+		{[]string{"console", "vm", "--timeout", "9223372036854775807"}, "--timeout must be a positive number of minutes up to 525600 (a year)"},
 		{[]string{"pause", "vmx", "vm"}, `the first argument must be vm or vmi, got "vmx"`},
 		{[]string{"pause", "vm"}, "accepts 2 arg(s), received 1"},
 		{[]string{"start"}, "accepts 1 arg(s), received 0"},

@@ -73,8 +73,8 @@ func (o *ConsoleOptions) Complete(args []string) error {
 
 // Validate checks the flags.
 func (o *ConsoleOptions) Validate(cmd *cobra.Command) error {
-	if o.Timeout <= 0 {
-		return usageError(cmd, "--timeout must be a positive number of minutes, got %d", o.Timeout)
+	if o.Timeout <= 0 || o.Timeout > maxConsoleTimeout {
+		return usageError(cmd, "--timeout must be a positive number of minutes up to %d (a year), got %d", maxConsoleTimeout, o.Timeout)
 	}
 	key, err := parseEscape(o.Escape)
 	if err != nil {
@@ -99,6 +99,9 @@ func parseEscape(s string) (byte, error) {
 	}
 	return 0, fmt.Errorf("%q is not ^X or a single character", s)
 }
+
+// maxConsoleTimeout bounds --timeout (minutes): a year, and no Duration overflow.
+const maxConsoleTimeout = 365 * 24 * 60
 
 // Run waits for the instance to run, then connects the console; a dropped connection is
 // reconnected while the instance still runs. --timeout bounds the waits and --expect, never an

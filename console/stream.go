@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -24,7 +25,7 @@ const (
 	bufferSize = 10240
 	// MaxFrame bounds a frame a peer may send (a larger one closes the stream with 1009, "message
 	// too big"): a client's frames are keystrokes, RFB messages or a forwarded connection's chunks of
-	// at most a few tens of KiB, and a reader never holds more than one frame.
+	// at most a few tens of KiB, and a reader passes frames on as they arrive, never holding one whole.
 	MaxFrame = 1 << 20
 	// WriteTimeout bounds one frame's write: a peer that reads nothing for that long is gone.
 	WriteTimeout = 10 * time.Second
@@ -120,8 +121,8 @@ func closeReason(e splice.Ending) string {
 // websocket into another (virt-api between the client and the node agent).
 type Conn struct {
 	ws     *websocket.Conn
-	cur    io.Reader // the frame being read; nil between frames
-	tooBig bool      // the peer sent a frame over MaxFrame: Close lingers
+	cur    io.Reader   // the frame being read; nil between frames
+	tooBig atomic.Bool // the peer sent a frame over MaxFrame: Close lingers (Close may run beside Read)
 }
 
 // A Conn closed for a frame over MaxFrame discards what the peer still sends, for at most
@@ -148,7 +149,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if c.cur == nil {
 			_, r, err := c.ws.NextReader()
 			if err != nil {
-				return 0, closedIsEOF(err)
+				return 0, c.ended(err)
 			}
 			c.cur = r
 		}
@@ -156,19 +157,21 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if errors.Is(err, io.EOF) { // this frame ended; the next one may follow
 			c.cur, err = nil, nil
 		}
-		if errors.Is(err, websocket.ErrReadLimit) { // gorilla has sent the close frame (1009)
-			c.tooBig = true
-		}
 		if n > 0 || err != nil {
-			return n, closedIsEOF(err)
+			return n, c.ended(err)
 		}
 	}
 }
 
-// closedIsEOF turns the peer's close frame into io.EOF, the end of the stream.
-func closedIsEOF(err error) error {
+// ended notes a frame over the limit (gorilla refuses it at its header, or once a fragmented
+// message passes the limit, and has sent the close frame, 1009) and turns the peer's close frame
+// into io.EOF, the end of the stream.
+func (c *Conn) ended(err error) error {
 	var ce *websocket.CloseError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.Is(err, websocket.ErrReadLimit):
+		c.tooBig.Store(true)
+	case errors.As(err, &ce):
 		return io.EOF
 	}
 	return err
@@ -184,7 +187,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // Close closes the websocket, after a bounded linger when the peer's frame was too big.
 func (c *Conn) Close() error {
-	if c.tooBig {
+	if c.tooBig.Load() {
 		raw := c.ws.NetConn()
 		if raw.SetReadDeadline(time.Now().Add(lingerTime)) == nil {
 			_, _ = io.CopyN(io.Discard, raw, lingerBytes)

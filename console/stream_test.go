@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -26,37 +27,64 @@ type countingStream struct {
 
 func (c countingStream) Write(p []byte) (int, error) { c.got.Add(int64(len(p))); return len(p), nil }
 
-// A peer's frame larger than MaxFrame closes the stream (1009, message too big) once MaxFrame of
-// it has passed: frames are passed on as they arrive, never held whole, so one client cannot grow
-// virt-api or an agent by sending one huge frame.
+// A peer's frame larger than MaxFrame closes the stream with 1009 (message too big), and the
+// client hears it: one frame announcing more is refused at its header, with nothing passed on; a
+// message sent in fragments is passed on as it arrives, up to the limit, never held whole. Either
+// way one client cannot grow virt-api or an agent by sending one huge frame.
 func TestServeRefusesAnOversizedFrame(t *testing.T) {
-	var got atomic.Int64
-	served := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer close(served)
-		ws, err := Upgrade(w, r)
-		if err != nil {
-			return
-		}
-		near, far := net.Pipe()
-		defer far.Close()
-		go func() { _, _ = io.Copy(io.Discard, far) }()
-		_ = Serve(context.Background(), ws, countingStream{Conn: near, got: &got})
-	}))
-	defer srv.Close()
-	ws, _, err := Dialer().Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	require.NoError(t, err)
-	defer ws.Close()
-	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, []byte("small")))
-	_ = ws.WriteMessage(websocket.BinaryMessage, make([]byte, 64<<20)) // the server may close while it is sent
-	for {
-		if _, _, err = ws.ReadMessage(); err != nil {
-			break
-		}
+	for _, tc := range []struct {
+		name string
+		send func(ws *websocket.Conn) error
+		most int64 // bytes of the oversized frame that may reach the stream
+	}{
+		{"one frame", func(ws *websocket.Conn) error {
+			header := []byte{0x82, 0x80 | 127, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} // FIN binary, masked (key 0), 64-bit length
+			binary.BigEndian.PutUint64(header[2:10], 64<<20)
+			if _, err := ws.NetConn().Write(header); err != nil {
+				return err
+			}
+			_, err := ws.NetConn().Write(make([]byte, 64<<20))
+			return err
+		}, 0},
+		{"fragments", func(ws *websocket.Conn) error { return ws.WriteMessage(websocket.BinaryMessage, make([]byte, 64<<20)) }, MaxFrame},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got atomic.Int64
+			served := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(served)
+				ws, err := Upgrade(w, r)
+				if err != nil {
+					return
+				}
+				near, far := net.Pipe()
+				defer far.Close()
+				go func() { _, _ = io.Copy(io.Discard, far) }()
+				_ = Serve(context.Background(), ws, countingStream{Conn: near, got: &got})
+			}))
+			defer srv.Close()
+			ws, _, err := Dialer().Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+			require.NoError(t, err)
+			defer ws.Close()
+			require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, []byte("small")))
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				_ = tc.send(ws) // the server may close while it is sent
+			}()
+			for {
+				if _, _, err = ws.ReadMessage(); err != nil {
+					break
+				}
+			}
+			assert.True(t, websocket.IsCloseError(err, websocket.CloseMessageTooBig), "the client is told: %v", err)
+			<-served
+			_ = ws.Close()
+			<-sent
+			assert.LessOrEqual(t, got.Load(), int64(len("small"))+tc.most, "no more than the limit of the oversized frame reached the stream")
+			assert.GreaterOrEqual(t, got.Load(), int64(len("small")), "the frame within the limit reached the stream")
+		})
 	}
-	<-served
-	assert.LessOrEqual(t, got.Load(), int64(len("small")+MaxFrame), "no more than the limit of the oversized frame reached the stream")
-	assert.Greater(t, got.Load(), int64(len("small")), "the oversized frame is passed on as it arrives")
 }
 
 // What a client is told when its stream ends, by what ended it.

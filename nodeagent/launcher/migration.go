@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"libvirt.org/go/libvirt"
@@ -127,7 +129,24 @@ func (g *guest) migrate(req launcherv1.MigrateRequest) error {
 	g.migration = &launcherv1.MigrationStatus{UID: req.UID, Role: launcherv1.MigrationSource, Phase: launcherv1.MigrationRunning, StartTime: time.Now().UTC()}
 	g.cfg.Log.Info("Migrating the guest", "target", dconnURI, "disks", params.MigrateDisks)
 	dom, conn := g.dom, g.hv.conn
-	go func() { g.migrated <- sendGuest(conn, dom, dconnURI, params, flags) }()
+	watch := newMigrationWatch(time.Now(), req)
+	go func() { // owned: ends with Migrate3, whose outcome the guest's loop waits for
+		ended := make(chan struct{})
+		var reason atomic.Pointer[string]
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watchMigration(dom, watch, ended, &reason)
+		}()
+		res := sendGuest(conn, dom, dconnURI, params, flags)
+		close(ended)
+		wg.Wait()
+		if why := reason.Load(); why != nil && res.err != nil {
+			res.err = fmt.Errorf("%s: %w", *why, res.err)
+		}
+		g.migrated <- res
+	}()
 	return nil
 }
 

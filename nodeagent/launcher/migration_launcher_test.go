@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,10 +47,12 @@ func lastTick(t *testing.T, path string) int {
 // migration sockets are proxied to the target's (migrationproxy, dialing the target's sockets
 // directly here), the guest's counter goes on counting on the target, and the source exits 0 with
 // state Migrated. A migration whose target cannot be reached fails and leaves the guest running.
-func TestLiveMigration(t *testing.T) {
+// migrationPair boots the demo guest (counting ticks on its serial port) in a source launcher
+// named name and starts a target launcher for it, with a libvirt root of its own.
+func migrationPair(t *testing.T, name string) (src, dst *pod, data []byte) {
 	guest := demoGuest(t)
 	podDir := filepath.Join(shared.dir, "pod") // every pod's private dir is here inside it, like /var/run/podvirt
-	targetRoot := filepath.Join(shared.dir, "lv-target")
+	targetRoot := filepath.Join(shared.dir, "lv-target-"+name)
 	for _, d := range []string{podDir, targetRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -58,7 +61,7 @@ func TestLiveMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	v := vmi("mig", 30)
+	v := vmi(name, 30)
 	v.Spec.Domain.Devices.Disks = []virtv1.Disk{
 		{Name: "containerdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}},
 		{Name: "cloudinitdisk", Disk: &virtv1.DiskTarget{Bus: "virtio"}},
@@ -77,13 +80,12 @@ func TestLiveMigration(t *testing.T) {
 		}
 	}
 
-	src := startPodAt(t, "mig", podDir)
+	src = startPodAt(t, name, podDir)
 	withDisk(src)
 	src.sync(v)
-	srcSerial := filepath.Join(src.private, launcherv1.SerialLog)
-	waitLog(t, 120*time.Second, srcSerial, "tick 3")
+	waitLog(t, 120*time.Second, filepath.Join(src.private, launcherv1.SerialLog), "tick 3")
 
-	dst := startPodAt(t, "mig", podDir, "--libvirt-root", targetRoot)
+	dst = startPodAt(t, name, podDir, "--libvirt-root", targetRoot)
 	withDisk(dst)
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -93,6 +95,46 @@ func TestLiveMigration(t *testing.T) {
 	if st.Migration == nil || st.Migration.Role != launcherv1.MigrationTarget || st.Migration.Phase != launcherv1.MigrationRunning {
 		t.Fatalf("target status %+v, want a running migration as target", st)
 	}
+	return src, dst, data
+}
+
+// proxyMigration joins the source's migration sockets to the target's (the agents' part).
+func proxyMigration(t *testing.T, src, dst *pod) {
+	proxy, err := migrationproxy.Start(src.private, func(ctx context.Context, name string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", filepath.Join(dst.private, launcherv1.MigrationDir, name))
+	}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+}
+
+// A migration past its completion bound (here 1 s per GiB, at 1 MiB/s) is aborted by the source
+// launcher: it fails saying which bound it passed, and the guest runs on at the source.
+func TestMigrationPastItsBoundIsAborted(t *testing.T) {
+	src, dst, _ := migrationPair(t, "mig-slow")
+	proxyMigration(t, src, dst)
+	src.must(http.StatusAccepted, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{UID: "slow", BandwidthMiBps: 1, CompletionTimeoutPerGiBSeconds: 1})
+	waitFor(t, 30*time.Second, "the slow migration to be aborted", func() bool {
+		m := src.status().Migration
+		return m != nil && m.Phase == launcherv1.MigrationFailed
+	})
+	st := src.status()
+	if !strings.Contains(st.Migration.Message, "the migration did not complete within 1s (1s per GiB of the 1 GiB to send): aborted, the guest runs on the source") {
+		t.Errorf("the aborted migration says %q, want the bound it passed", st.Migration.Message)
+	}
+	if st.State != launcherv1.DomainRunning {
+		t.Fatalf("after an aborted migration the source is %+v, want Running", st)
+	}
+	last := lastTick(t, filepath.Join(src.private, launcherv1.SerialLog))
+	waitLog(t, 60*time.Second, filepath.Join(src.private, launcherv1.SerialLog), "tick "+strconv.Itoa(last+2))
+	t.Logf("aborted migration: %s", st.Migration.Message)
+}
+
+func TestLiveMigration(t *testing.T) {
+	src, dst, data := migrationPair(t, "mig")
+	srcSerial := filepath.Join(src.private, launcherv1.SerialLog)
 	dst.must(http.StatusConflict, http.MethodPost, launcherv1.PathSync, launcherv1.SyncRequest{VMI: data, Emulation: true})
 
 	// Nothing proxies the source's sockets yet: the migration fails, the guest runs on.
@@ -106,14 +148,7 @@ func TestLiveMigration(t *testing.T) {
 	}
 	t.Logf("failed migration: %s", src.status().Migration.Message)
 
-	proxy, err := migrationproxy.Start(src.private, func(ctx context.Context, name string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", filepath.Join(dst.private, launcherv1.MigrationDir, name))
-	}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxyMigration(t, src, dst)
 
 	t0 := time.Now()
 	src.must(http.StatusAccepted, http.MethodPost, launcherv1.PathMigrate, launcherv1.MigrateRequest{UID: "m2"})

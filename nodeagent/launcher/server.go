@@ -119,6 +119,10 @@ func validMigrate(req launcherv1.MigrateRequest) error {
 		return fmt.Errorf("%w: uid: required", errBadRequest)
 	case len(req.UID) > maxMigrationUID:
 		return fmt.Errorf("%w: uid: at most %d bytes, got %d", errBadRequest, maxMigrationUID, len(req.UID))
+	case req.ProgressTimeoutSeconds < 0 || req.ProgressTimeoutSeconds > launcherv1.MaxMigrationTimeoutSeconds:
+		return fmt.Errorf("%w: progressTimeoutSeconds: must be between 0 and %d, got %d", errBadRequest, launcherv1.MaxMigrationTimeoutSeconds, req.ProgressTimeoutSeconds)
+	case req.CompletionTimeoutPerGiBSeconds < 0 || req.CompletionTimeoutPerGiBSeconds > launcherv1.MaxMigrationTimeoutSeconds:
+		return fmt.Errorf("%w: completionTimeoutPerGiBSeconds: must be between 0 and %d, got %d", errBadRequest, launcherv1.MaxMigrationTimeoutSeconds, req.CompletionTimeoutPerGiBSeconds)
 	}
 	return nil
 }

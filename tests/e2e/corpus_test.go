@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -130,10 +131,10 @@ func subresourceCases(f *framework.Framework) []badInput {
 	} {
 		out = append(out, badInput{kind: "subresource", name: c.method + " " + strings.TrimPrefix(c.path, "/namespaces/"+f.Namespace+"/") + " " + abbreviate(c.body),
 			want: c.want,
-			try: func(*testing.T) string {
+			try: func(t *testing.T) string {
 				code, msg := subresource(f, c.method, c.path, c.body)
 				if code != c.code {
-					return fmt.Sprintf("answered %d, want %d: %s", code, c.code, msg)
+					t.Errorf("answered %d, want %d", code, c.code)
 				}
 				return msg
 			}})
@@ -278,7 +279,7 @@ func flagCases(f *framework.Framework) []badInput {
 		out = append(out, badInput{kind: "flag", name: strings.Join(c.args, " "), want: c.want, try: func(t *testing.T) string {
 			msg, code := virtctl(t, f, "", c.args...)
 			if code == 0 {
-				return "accepted: " + msg
+				t.Errorf("virtctl %s succeeded", strings.Join(c.args, " "))
 			}
 			return msg
 		}})
@@ -286,28 +287,23 @@ func flagCases(f *framework.Framework) []badInput {
 	return out
 }
 
-// streamCases attack the streams: a 64 MiB frame, 1,000 viewers of one console that never read,
+// streamCases attack the streams: a 64 MiB frame (in one piece, and in fragments), 1,000 viewers of one console that never read,
 // and 10,000 connections to the node agent's port that never start TLS.
 func streamCases(f *framework.Framework) []badInput {
 	return []badInput{
-		{kind: "stream", name: "a 64 MiB frame on the console", want: "close 1009", try: func(t *testing.T) string {
-			ws, _, err := dialConsole(t, f, f.Namespace, "vm")
-			if err != nil {
-				return err.Error()
-			}
-			defer ws.Close()
-			sent := make(chan struct{})
-			go func() { // owned: the write ends when the far end closes, at the latest with ws.Close
-				defer close(sent)
-				_ = ws.WriteMessage(websocket.BinaryMessage, make([]byte, 64<<20))
-			}()
-			defer func() { _ = ws.Close(); <-sent }()
-			_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-			for { // read while the frame is sent: the close frame arrives before the connection is torn down
-				if _, _, err := ws.ReadMessage(); err != nil {
-					return err.Error()
+		{kind: "stream", name: "a 64 MiB frame in one piece", want: "close 1009", try: func(t *testing.T) string {
+			return oversizedFrame(t, f, func(ws *websocket.Conn) error {
+				header := []byte{0x82, 0x80 | 127, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} // FIN binary, masked (key 0), 64-bit length
+				binary.BigEndian.PutUint64(header[2:10], 64<<20)
+				if _, err := ws.NetConn().Write(header); err != nil {
+					return err
 				}
-			}
+				_, err := ws.NetConn().Write(make([]byte, 64<<20))
+				return err
+			})
+		}},
+		{kind: "stream", name: "a 64 MiB frame in fragments", want: "close 1009", try: func(t *testing.T) string {
+			return oversizedFrame(t, f, func(ws *websocket.Conn) error { return ws.WriteMessage(websocket.BinaryMessage, make([]byte, 64<<20)) })
 		}},
 		{kind: "stream", name: "1,000 viewers of one console that never read", want: "the console already has 16 viewers, the limit", try: func(t *testing.T) string {
 			return manyViewers(t, f, 1000)
@@ -315,6 +311,27 @@ func streamCases(f *framework.Framework) []badInput {
 		{kind: "stream", name: "10,000 connections to the agent that never start TLS", want: "a console opened meanwhile", try: func(t *testing.T) string {
 			return silentConnections(t, f, 10000)
 		}},
+	}
+}
+
+// oversizedFrame sends a 64 MiB frame with send on a port-forward to the guest's web server (which
+// drops what it cannot parse), reading meanwhile, and returns how the stream ended.
+func oversizedFrame(t *testing.T, f *framework.Framework, send func(*websocket.Conn) error) string {
+	ws, _, err := f.DialSubresource(f.Config.Host, "/namespaces/"+f.Namespace+"/virtualmachineinstances/vm/portforward/80")
+	if err != nil {
+		return err.Error()
+	}
+	sent := make(chan struct{})
+	go func() { // owned: the write ends when the far end closes, at the latest with ws.Close
+		defer close(sent)
+		_ = send(ws)
+	}()
+	defer func() { _ = ws.Close(); <-sent }()
+	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for { // read while the frame is sent: the close frame arrives before the connection is torn down
+		if _, _, err := ws.ReadMessage(); err != nil {
+			return err.Error()
+		}
 	}
 }
 
@@ -334,16 +351,25 @@ func manyViewers(t *testing.T, f *framework.Framework, n int) string {
 			open = append(open, ws)
 			continue
 		}
-		if refusal == "" {
-			refusal = err.Error()
-			if resp != nil {
-				body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-				refusal += ": " + string(body)
+		if resp != nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+			_ = resp.Body.Close()
+			if refusal == "" {
+				refusal = err.Error() + ": " + string(body)
 			}
 		}
 	}
-	if len(open) > 16 {
-		t.Errorf("%d viewers of one console were let in, the limit is 16", len(open))
+	if len(open) > 16 { // a viewer that fell 1 MiB behind is dropped and frees its place: count those still open
+		still := 0
+		for _, ws := range open {
+			_ = ws.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			if _, _, err := ws.ReadMessage(); err == nil || isTimeout(err) {
+				still++
+			}
+		}
+		if still > 16 {
+			t.Errorf("%d viewers of one console are open at once, the limit is 16", still)
+		}
 	}
 	return refusal
 }
@@ -387,6 +413,9 @@ func silentConnections(t *testing.T, f *framework.Framework, n int) string {
 		if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
 			closed++
 		}
+	}
+	if closed != n {
+		t.Errorf("the agent closed %d of %d silent connections within 7 s, want all (5 s handshake timeout)", closed, n)
 	}
 	return fmt.Sprintf("the agent closed %d of %d silent connections within 7 s; a console opened meanwhile", closed, n)
 }
@@ -436,7 +465,9 @@ func agentsNeverRestarted(t *testing.T, f *framework.Framework) {
 }
 
 // reportPeakMemory prints the most memory (VmHWM) every virt-api and node agent process on this
-// machine ever held, against its container's limit, and fails when one reached it.
+// machine ever held, against its container's limit: a figure (a process that reached its limit
+// was OOM-killed and restarted, which virtAPINeverPanicked and agentsNeverRestarted catch). The
+// processes are found on this machine: the local cluster's nodes all run here.
 func reportPeakMemory(t *testing.T, f *framework.Framework) {
 	t.Helper()
 	for _, c := range []struct{ label, container, process string }{
@@ -462,9 +493,6 @@ func reportPeakMemory(t *testing.T, f *framework.Framework) {
 		var shown []string
 		for _, kib := range peaks {
 			shown = append(shown, fmt.Sprintf("%.1f MiB", float64(kib)/1024))
-			if kib*1024 >= limit {
-				t.Errorf("a %s process held %d KiB, its limit is %d bytes", c.process, kib, limit)
-			}
 		}
 		t.Logf("peak memory of %s: %s (limit %d MiB each)", c.process, strings.Join(shown, ", "), limit>>20)
 	}

@@ -88,8 +88,11 @@ type VirtualMachinePreferenceSpec struct {
 	// +optional
 	PreferredSubdomain *string `json:"preferredSubdomain,omitempty"`
 
-	// PreferredTerminationGracePeriodSeconds is the preferred grace period before a stopping instance is killed.
+	// PreferredTerminationGracePeriodSeconds is the preferred grace period before a stopping instance is killed
+	// (as the instance's own, at most a year).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
 	PreferredTerminationGracePeriodSeconds *int64 `json:"preferredTerminationGracePeriodSeconds,omitempty"`
 
 	// Requirements are the minimum resources an instance type or VM must provide to use this preference.

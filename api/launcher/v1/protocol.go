@@ -75,7 +75,23 @@ type MigrateRequest struct {
 	UID string `json:"uid"`
 	// BandwidthMiBps caps the transfer (MiB/s); 0 is unlimited.
 	BandwidthMiBps uint64 `json:"bandwidthMiBps,omitempty"`
+	// ProgressTimeoutSeconds aborts the migration when the data left to send has not shrunk for
+	// this long (0: MigrationProgressTimeout).
+	ProgressTimeoutSeconds int64 `json:"progressTimeoutSeconds,omitempty"`
+	// CompletionTimeoutPerGiBSeconds aborts the migration when it has run longer than this per GiB
+	// of memory and disks to send, at least one GiB's worth (0: MigrationCompletionTimeoutPerGiB).
+	CompletionTimeoutPerGiBSeconds int64 `json:"completionTimeoutPerGiBSeconds,omitempty"`
 }
+
+// A migration that stops making progress, or takes too long, is aborted by its source launcher:
+// the guest runs on where it was, and the migration fails saying which bound it passed
+// (KubeVirt's progressTimeout and completionTimeoutPerGiB, with KubeVirt's defaults).
+const (
+	MigrationProgressTimeout         = 150 * time.Second
+	MigrationCompletionTimeoutPerGiB = 150 * time.Second
+	// MaxMigrationTimeoutSeconds bounds both timeouts of a MigrateRequest (a day).
+	MaxMigrationTimeoutSeconds = 24 * 60 * 60
+)
 
 // DomainState is the guest's state as the launcher sees it.
 type DomainState string
