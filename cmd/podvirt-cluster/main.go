@@ -111,7 +111,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			return localcluster.SyncImages(cmd.Context(), cfg, files, out)
 		},
 	}
-	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newStopNodeCmd(&cfg, out), newStopAPIServerCmd(&cfg, out), newMultusCmd(&cfg, out), newProvisionerCmd(out))
+	root.AddCommand(up, down, status, logs, verify, buildPause, syncImages, newStopNodeCmd(&cfg, out), newStopAPIServerCmd(&cfg, out), newCutNodeCmd(&cfg, out, "cut-node"), newCutNodeCmd(&cfg, out, "heal-node"), newMultusCmd(&cfg, out), newProvisionerCmd(out))
 	return root
 }
 
@@ -135,6 +135,22 @@ func newStopAPIServerCmd(cfg *localcluster.Config, out io.Writer) *cobra.Command
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return localcluster.StopAPIServer(cmd.Context(), *cfg, out)
+		},
+	}
+}
+
+// newCutNodeCmd cuts a node off the cluster's network, or heals it (the e2e partition test uses them).
+func newCutNodeCmd(cfg *localcluster.Config, out io.Writer, verb string) *cobra.Command {
+	act, short := localcluster.CutNode, "Take an extra node's link on the cluster bridge down, as a partition begins (kubelet, agent and guests keep running, reaching no one); heal-node or up brings it back"
+	if verb == "heal-node" {
+		act, short = localcluster.HealNode, "Bring a node cut-node cut off back onto the cluster bridge"
+	}
+	return &cobra.Command{
+		Use:   verb + " NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return act(cmd.Context(), *cfg, args[0], out)
 		},
 	}
 }

@@ -384,6 +384,37 @@ func StopNode(ctx context.Context, c Config, name string, out io.Writer) error {
 	return fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(names, ", "))
 }
 
+// CutNode takes an extra node's link on the cluster bridge down: the node, its kubelet, agent and
+// guests keep running but reach neither the control plane nor the other nodes, as a partitioned
+// node does. HealNode (or Up) brings the link up again. The host, node 1, cannot be cut off.
+func CutNode(ctx context.Context, c Config, name string, out io.Writer) error {
+	return c.setLink(ctx, name, "down", out)
+}
+
+// HealNode brings a node CutNode cut off back onto the cluster bridge.
+func HealNode(ctx context.Context, c Config, name string, out io.Writer) error {
+	return c.setLink(ctx, name, "up", out)
+}
+
+func (c Config) setLink(ctx context.Context, name, state string, out io.Writer) error {
+	var names []string
+	for _, n := range c.existingNodes() {
+		names = append(names, n.name)
+		if n.name != name {
+			continue
+		}
+		if n.index == 1 {
+			return fmt.Errorf("node %s is the host: only an extra node has a link of its own to cut", name)
+		}
+		if _, err := run(ctx, "ip", "link", "set", n.netns(), state); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "node %s: link %s %s\n", name, n.netns(), state)
+		return nil
+	}
+	return fmt.Errorf("no node %q (nodes: %s)", name, strings.Join(names, ", "))
+}
+
 // StopAPIServer kills the kube-apiserver, as a control-plane outage begins (etcd and everything
 // else keep running); Up starts it again.
 func StopAPIServer(ctx context.Context, c Config, out io.Writer) error {

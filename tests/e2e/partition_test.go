@@ -1,0 +1,110 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/tests/framework"
+)
+
+// partitionLength is how long the partition test keeps the node cut off ($PODVIRT_E2E_PARTITION,
+// 3 minutes by default: past the VM's failover with room to spare).
+func partitionLength(t *testing.T) time.Duration {
+	v := os.Getenv("PODVIRT_E2E_PARTITION")
+	if v == "" {
+		return 3 * time.Minute
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 2*time.Minute || d > 30*time.Minute {
+		t.Fatalf("PODVIRT_E2E_PARTITION=%q: want a duration from 2m to 30m", v)
+	}
+	return d
+}
+
+// A node cut off the network — its link on the cluster bridge down, while its kubelet, agent and
+// guest keep running — is isolation, not an outage: its agent cannot renew and its peer, which
+// reaches the control plane, cannot be asked, so no one confirms an outage and the agent stops
+// vouching; the launcher fences its guest, and only then does virt-controller (seeing the other
+// agent renew all along) fail the instance over. The VM runs again on the other node while the
+// partition lasts, never two guests at once (sampled every 100 ms), and once the node is back
+// nothing of the old instance returns.
+func TestCutOffNodeFencesBeforeTheVMRunsElsewhere(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	partition := partitionLength(t)
+	far, host := otherNode(t, f), f.HostNode()
+	// virt-api serves the admission webhooks every new instance passes, virt-controller fails the
+	// instance over: neither may be cut off with the node.
+	moveDeploymentsOff(t, f, far)
+	first := runOnNode(t, f, "islander", far, nil)
+	waitUptime(t, f, first)
+
+	guests := countGuests(t, f.Namespace, "islander")
+	healed := false
+	t.Cleanup(func() {
+		if !healed {
+			podvirtCluster(t, "heal-node", far)
+		}
+		restoreNodes(t, f)
+	})
+	podvirtCluster(t, "cut-node", far)
+	cut := time.Now()
+
+	second := &virtv1.VirtualMachineInstance{}
+	f.Eventually("the VM running again on "+host, partition, func(ctx context.Context) (bool, error) {
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "islander"}, second); err != nil {
+			return false, err
+		}
+		return second.UID != first.UID && second.Status.Phase == virtv1.Running && len(second.Status.Interfaces) > 0,
+			fmt.Errorf("uid %s phase %s on %q", second.UID, second.Status.Phase, second.Status.NodeName)
+	})
+	back := time.Since(cut)
+	if second.Status.NodeName != host {
+		t.Errorf("the VM came back on %q, want %q", second.Status.NodeName, host)
+	}
+	// The partition goes on: the new instance keeps running, and the old guest stays gone.
+	err := wait.PollUntilContextTimeout(f.Context(), 5*time.Second, time.Until(cut.Add(partition)), true, func(ctx context.Context) (bool, error) {
+		now := &virtv1.VirtualMachineInstance{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(second), now); err != nil {
+			return false, err
+		}
+		if now.UID != second.UID || now.Status.Phase != virtv1.Running {
+			return false, fmt.Errorf("while the node is cut off: instance %s in phase %s, want %s Running", now.UID, now.Status.Phase, second.UID)
+		}
+		return false, nil
+	})
+	if !wait.Interrupted(err) {
+		t.Fatal(err)
+	}
+	podvirtCluster(t, "heal-node", far)
+	healed = true
+	restoreNodes(t, f) // the node Ready again, its agent too
+	waitUptime(t, f, second)
+	if most := guests.stop(); most != 1 || guests.gone.IsZero() {
+		t.Errorf("at most %d guests of the VM ran at once, the first gone at %v: want exactly 1, and a moment with none (the fence)", most, guests.gone)
+	}
+	t.Logf("node %s cut off for %s → its guest fenced after %s → the VM running on %s after %s; at most one guest at any time",
+		far, partition.Round(time.Second), guests.gone.Sub(cut).Round(time.Second), second.Status.NodeName, back.Round(time.Second))
+
+	events := &corev1.EventList{}
+	if err := f.Client.List(f.Context(), events, client.InNamespace(f.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	unresponsive := false
+	for _, e := range events.Items {
+		unresponsive = unresponsive || (e.InvolvedObject.UID == first.UID && e.Reason == virtv1.ReasonNodeUnresponsive)
+	}
+	if !unresponsive {
+		t.Errorf("no %s Event on the cut-off instance", virtv1.ReasonNodeUnresponsive)
+	}
+}
