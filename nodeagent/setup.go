@@ -23,6 +23,7 @@ import (
 	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/boottime"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 )
 
@@ -141,6 +142,10 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	heartbeatClock := cfg.Clock // how long since a renewal or a confirmation decides vouching: boot time, never stepped, suspension counted
+	if heartbeatClock == nil {
+		heartbeatClock = boottime.Clock{}
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -154,7 +159,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		},
 		Heartbeat: &Heartbeat{
 			Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,
-			Interval: cfg.HeartbeatInterval, Clock: cfg.Clock,
+			Interval: cfg.HeartbeatInterval, Clock: heartbeatClock,
 		},
 	}
 	hb, err := heartbeatClient(mgr, cfg.HeartbeatInterval)

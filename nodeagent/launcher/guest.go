@@ -22,6 +22,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/boottime"
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
@@ -79,7 +80,8 @@ type guest struct {
 
 	mu     sync.Mutex
 	status launcherv1.Status
-	// lastHeard is when the node agent last sent a request (unix nanoseconds).
+	// lastHeard is when the node agent last sent a request (boottime.Now: the wall clock may step,
+	// and a suspended or frozen node's silence must count when it thaws).
 	lastHeard atomic.Int64
 
 	// Owned by the loop.
@@ -219,17 +221,17 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 // only from a peer running as root (SO_PEERCRED, peerContext); every process of the launcher Pod
 // runs as launcherv1.LauncherUID and cannot keep a guest alive the agent no longer vouches for.
 func (g *guest) heard(next http.Handler) http.Handler {
-	g.lastHeard.Store(time.Now().UnixNano())
+	g.lastHeard.Store(int64(boottime.Now()))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, known := r.Context().Value(peerUIDKey{}).(uint32)
 		vouches := known && uid == 0 &&
 			(r.URL.Path == launcherv1.PathStatus || r.URL.Path == launcherv1.PathSync || r.URL.Path == launcherv1.PathShutdown)
 		if vouches {
-			g.lastHeard.Store(time.Now().UnixNano())
+			g.lastHeard.Store(int64(boottime.Now()))
 		}
 		next.ServeHTTP(w, r)
 		if vouches && r.Context().Err() == nil { // the agent still waits for the answer (it gave up: no vouching)
-			g.lastHeard.Store(time.Now().UnixNano())
+			g.lastHeard.Store(int64(boottime.Now()))
 		}
 	})
 }
@@ -241,7 +243,7 @@ func (g *guest) fenceIfAlone() {
 	if g.dom == nil || g.fenced || g.cfg.FenceAfter <= 0 {
 		return
 	}
-	silent := time.Since(time.Unix(0, g.lastHeard.Load()))
+	silent := boottime.Now() - time.Duration(g.lastHeard.Load())
 	if silent < g.cfg.FenceAfter {
 		return
 	}
