@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,6 +217,7 @@ func (e *hostDiskError) Error() string { return e.msg }
 func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, budget HostDiskBudget) error {
 	owner := launcherUser(pod)
 	budget = budget.orDefault()
+	var created []string
 	for i, v := range vmi.Spec.Volumes {
 		hd := v.HostDisk
 		if hd == nil {
@@ -231,15 +233,23 @@ func prepareHostDisks(dir string, vmi *virtv1.VirtualMachineInstance, pod *corev
 				return &hostDiskError{fmt.Sprintf("%s.path: %q: names starting with .podvirt- are the node agent's", field, hd.Path)}
 			}
 		}
-		if err := provideImage(dir, rel, hd, field, owner, budget); err != nil {
+		made, err := provideImage(dir, rel, hd, field, owner, budget)
+		if made != "" {
+			created = append(created, made)
+		}
+		if err != nil {
+			for _, f := range created { // an instance refused leaves none of its new images behind
+				_ = os.Remove(f)
+			}
 			return err
 		}
 	}
 	return nil
 }
 
-// provideImage makes dir/rel a regular file owned by the launcher's user.
-func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user, budget HostDiskBudget) error {
+// provideImage makes dir/rel a regular file owned by the launcher's user; it returns the file's
+// path when it created it.
+func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user, budget HostDiskBudget) (created string, _ error) {
 	parts := strings.Split(rel, "/")
 	cur := dir
 	for _, p := range parts[:len(parts)-1] { // the directories: created, never followed as symlinks
@@ -248,12 +258,12 @@ func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("%s.path: create %s: %w", field, cur, err)
+				return created, fmt.Errorf("%s.path: create %s: %w", field, cur, err)
 			}
 		case err != nil:
-			return fmt.Errorf("%s.path: %w", field, err)
+			return created, fmt.Errorf("%s.path: %w", field, err)
 		case !fi.IsDir():
-			return &hostDiskError{fmt.Sprintf("%s.path: %s is not a directory on the node", field, filepath.Dir(hd.Path))}
+			return created, &hostDiskError{fmt.Sprintf("%s.path: %s is not a directory on the node", field, filepath.Dir(hd.Path))}
 		}
 	}
 	file := filepath.Join(dir, rel)
@@ -264,32 +274,33 @@ func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user
 	f, err := os.OpenFile(file, flags, 0o660)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return &hostDiskError{fmt.Sprintf("%s.path: %s does not exist on the node (type Disk; DiskOrCreate creates it)", field, hd.Path)}
+		return created, &hostDiskError{fmt.Sprintf("%s.path: %s does not exist on the node (type Disk; DiskOrCreate creates it)", field, hd.Path)}
 	case err != nil:
-		return &hostDiskError{fmt.Sprintf("%s.path: %s cannot be used: %v", field, hd.Path, err)}
+		return created, &hostDiskError{fmt.Sprintf("%s.path: %s cannot be used: %v", field, hd.Path, err)}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("%s.path: %w", field, err)
+		return created, fmt.Errorf("%s.path: %w", field, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return &hostDiskError{fmt.Sprintf("%s.path: %s is not a regular file on the node", field, hd.Path)}
+		return created, &hostDiskError{fmt.Sprintf("%s.path: %s is not a regular file on the node", field, hd.Path)}
 	}
 	if fi.Size() == 0 && hd.Type == virtv1.HostDiskExistsOrCreate {
 		if err := withinBudget(filepath.Join(dir, parts[0]), hd.Capacity.Value(), field, budget); err != nil {
 			_ = os.Remove(file)
-			return err
+			return "", err
 		}
+		created = file
 		if err := f.Truncate(hd.Capacity.Value()); err != nil {
 			_ = os.Remove(file)
-			return &hostDiskError{fmt.Sprintf("%s.capacity: cannot make a %s image: %v", field, hd.Capacity.String(), err)}
+			return "", &hostDiskError{fmt.Sprintf("%s.capacity: cannot make a %s image: %v", field, hd.Capacity.String(), err)}
 		}
 	}
 	if err := f.Chown(owner.uid, owner.gid); err != nil {
-		return fmt.Errorf("%s.path: give %s to the launcher: %w", field, hd.Path, err)
+		return created, fmt.Errorf("%s.path: give %s to the launcher: %w", field, hd.Path, err)
 	}
-	return nil
+	return created, nil
 }
 
 // withinBudget checks that an image of size bytes more fits the budget of the namespace whose
@@ -297,21 +308,25 @@ func provideImage(dir, rel string, hd *virtv1.HostDisk, field string, owner user
 func withinBudget(nsDir string, size int64, field string, budget HostDiskBudget) error {
 	var used int64
 	images := 0
-	err := filepath.WalkDir(nsDir, func(_ string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(nsDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.Type().IsRegular() || d.Name() == launcherv1.HostDiskNamespaceUIDFile {
+		if d.Name() == launcherv1.HostDiskNamespaceUIDFile || p == nsDir || !d.Type().IsRegular() && !d.IsDir() {
+			return nil
+		}
+		images++ // directories count too: each costs a walk
+		if images > budget.Images {
+			return fs.SkipAll // enough to refuse
+		}
+		if d.IsDir() {
 			return nil
 		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		used, images = used+fi.Size(), images+1
-		if images > budget.Images {
-			return fs.SkipAll // enough to refuse
-		}
+		used = min(used+max(fi.Size(), 0), math.MaxInt64/2) // saturated: images a launcher grew cannot wrap the sum
 		return nil
 	})
 	if err != nil {
@@ -320,7 +335,7 @@ func withinBudget(nsDir string, size int64, field string, budget HostDiskBudget)
 	ns := filepath.Base(nsDir)
 	switch {
 	case images > budget.Images:
-		return &hostDiskError{fmt.Sprintf("%s.path: namespace %s already has %d hostDisk images on this node, the node agent's limit (--host-disk-namespace-budget)", field, ns, budget.Images)}
+		return &hostDiskError{fmt.Sprintf("%s.path: namespace %s already has %d hostDisk images and directories on this node, the node agent's limit (--host-disk-namespace-images)", field, ns, budget.Images)}
 	case size > budget.Bytes-used:
 		return &hostDiskError{fmt.Sprintf("%s.capacity: %s more would bring namespace %s's hostDisk images on this node to %s, beyond the node agent's budget of %s per namespace (--host-disk-namespace-budget)",
 			field, quantity(size), ns, quantity(used+size), quantity(budget.Bytes))}

@@ -185,8 +185,15 @@ func TestHostDiskBudget(t *testing.T) {
 	require.NoError(t, prepareHostDisks(dir, hostDiskVMI(image("b.img", "4Mi")), nil, budget))
 	err = prepareHostDisks(dir, hostDiskVMI(image("c.img", "1Ki")), nil, budget)
 	require.ErrorAs(t, err, &herr)
-	assert.Contains(t, err.Error(), "spec.volumes[0].hostDisk.path: namespace vm1 already has 2 hostDisk images on this node, the node agent's limit")
+	assert.Contains(t, err.Error(), "spec.volumes[0].hostDisk.path: namespace vm1 already has 2 hostDisk images and directories on this node, the node agent's limit (--host-disk-namespace-images)")
 	assert.NoFileExists(t, filepath.Join(dir, "vm1", "c.img"))
+
+	// An instance refused for its second image leaves not its first one behind either.
+	budget.Images = 10
+	err = prepareHostDisks(dir, hostDiskVMI(image("d.img", "0Mi"), image("e.img", "1Mi")), nil, budget)
+	require.ErrorAs(t, err, &herr)
+	assert.Contains(t, err.Error(), "spec.volumes[1].hostDisk.capacity")
+	assert.NoFileExists(t, filepath.Join(dir, "vm1", "d.img"))
 
 	// Another namespace has a budget of its own.
 	other := hostDiskVMI(virtv1.HostDisk{Path: launcherv1.HostDiskRoot + "/vm2/a.img", Type: virtv1.HostDiskExistsOrCreate, Capacity: resource.MustParse("10Mi")})

@@ -36,6 +36,21 @@ func TestMigrationWatch(t *testing.T) {
 	assert.Empty(t, w.observe(at(2), 64<<20, 32<<20))
 	assert.Contains(t, w.observe(at(3), 64<<20, 16<<20), "did not complete within 2s (2s per GiB of the 1 GiB to send)")
 
+	// Samples of a job still setting up (nothing in all) are no low of zero that nothing could pass;
+	// a new total (the disks copied, the memory next) starts the low anew.
+	w = newMigrationWatch(t0, launcherv1.MigrateRequest{})
+	assert.Empty(t, w.observe(at(1), 0, 0))
+	assert.Empty(t, w.observe(at(140), 0, 0))
+	assert.Empty(t, w.observe(at(141), 4*gib, 4*gib), "the first real sample starts the watch")
+	assert.Empty(t, w.observe(at(300), 4*gib, 0), "disks mirrored")
+	assert.Empty(t, w.observe(at(301), 5*gib, gib), "the memory next: a new total, a new low")
+	assert.Empty(t, w.observe(at(450), 5*gib, gib/2))
+	assert.Contains(t, w.observe(at(601), 5*gib, gib), "made no progress for 2m30s")
+
+	// Setting up for longer than one GiB's worth is past the completion bound.
+	w = newMigrationWatch(t0, launcherv1.MigrateRequest{})
+	assert.Contains(t, w.observe(at(151), 0, 0), "did not complete within 2m30s")
+
 	// A total of 2^64-1 bytes neither overflows nor aborts at once.
 	w = newMigrationWatch(t0, launcherv1.MigrateRequest{})
 	assert.Empty(t, w.observe(at(1), ^uint64(0), ^uint64(0)-1))

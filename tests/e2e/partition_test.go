@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/tests/framework"
 )
@@ -50,18 +52,13 @@ func TestCutOffNodeFencesBeforeTheVMRunsElsewhere(t *testing.T) {
 	waitUptime(t, f, first)
 
 	guests := countGuests(t, f.Namespace, "islander")
-	healed := false
-	t.Cleanup(func() {
-		if !healed {
-			podvirtCluster(t, "heal-node", far)
-		}
-		restoreNodes(t, f)
-	})
+	t.Cleanup(func() { restoreNodes(t, f) }) // up brings the node's link up too
 	podvirtCluster(t, "cut-node", far)
 	cut := time.Now()
 
+	// The documented bound: the heartbeat threshold (80 s) after the last renewal, plus a start.
 	second := &virtv1.VirtualMachineInstance{}
-	f.Eventually("the VM running again on "+host, partition, func(ctx context.Context) (bool, error) {
+	f.Eventually("the VM running again on "+host, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "islander"}, second); err != nil {
 			return false, err
 		}
@@ -73,7 +70,11 @@ func TestCutOffNodeFencesBeforeTheVMRunsElsewhere(t *testing.T) {
 		t.Errorf("the VM came back on %q, want %q", second.Status.NodeName, host)
 	}
 	// The partition goes on: the new instance keeps running, and the old guest stays gone.
-	err := wait.PollUntilContextTimeout(f.Context(), 5*time.Second, time.Until(cut.Add(partition)), true, func(ctx context.Context) (bool, error) {
+	rest := time.Until(cut.Add(partition))
+	if rest < 20*time.Second {
+		t.Fatalf("the VM ran elsewhere %s after the cut: too late to watch it through a %s partition", back.Round(time.Second), partition)
+	}
+	err := wait.PollUntilContextTimeout(f.Context(), 5*time.Second, rest, true, func(ctx context.Context) (bool, error) {
 		now := &virtv1.VirtualMachineInstance{}
 		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(second), now); err != nil {
 			return false, err
@@ -87,11 +88,15 @@ func TestCutOffNodeFencesBeforeTheVMRunsElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	podvirtCluster(t, "heal-node", far)
-	healed = true
 	restoreNodes(t, f) // the node Ready again, its agent too
 	waitUptime(t, f, second)
 	if most := guests.stop(); most != 1 || guests.gone.IsZero() {
 		t.Errorf("at most %d guests of the VM ran at once, the first gone at %v: want exactly 1, and a moment with none (the fence)", most, guests.gone)
+	}
+	// The launcher fences within VouchLimit + AgentSilenceLimit + a poll of the agent's last renewal,
+	// which was at most a renewal interval before the cut.
+	if fence := heartbeatv1.VouchLimit + launcherv1.AgentSilenceLimit + heartbeatv1.RenewInterval + 5*time.Second; !guests.gone.IsZero() && guests.gone.Sub(cut) > fence {
+		t.Errorf("the cut-off guest was fenced %s after the cut, want within %s", guests.gone.Sub(cut).Round(time.Second), fence)
 	}
 	t.Logf("node %s cut off for %s → its guest fenced after %s → the VM running on %s after %s; at most one guest at any time",
 		far, partition.Round(time.Second), guests.gone.Sub(cut).Round(time.Second), second.Status.NodeName, back.Round(time.Second))
