@@ -200,14 +200,7 @@ func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
 	killAgentOn(t, f, far)
 	lost := time.Now()
 
-	second := &virtv1.VirtualMachineInstance{}
-	f.Eventually("the VM running again on "+host, 5*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "phoenix"}, second); err != nil {
-			return false, err
-		}
-		return second.UID != first.UID && second.Status.Phase == virtv1.Running && len(second.Status.Interfaces) > 0,
-			fmt.Errorf("uid %s phase %s on %q", second.UID, second.Status.Phase, second.Status.NodeName)
-	})
+	second := waitFailedOver(t, f, first, 5*time.Minute)
 	back := time.Since(lost)
 	if most := guests.stop(); most != 1 {
 		t.Errorf("at most %d guests of the VM ran at once, want exactly 1 (never two)", most)
@@ -218,17 +211,36 @@ func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
 		t.Errorf("the VM came back on %q, want %q", second.Status.NodeName, host)
 	}
 	waitUptime(t, f, second)
+	expectNodeUnresponsive(t, f, first)
+}
+
+// waitFailedOver waits until first's VM runs a new instance with its network up, and returns it.
+func waitFailedOver(t *testing.T, f *framework.Framework, first *virtv1.VirtualMachineInstance, timeout time.Duration) *virtv1.VirtualMachineInstance {
+	t.Helper()
+	second := &virtv1.VirtualMachineInstance{}
+	f.Eventually("the VM running again elsewhere", timeout, func(ctx context.Context) (bool, error) {
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(first), second); err != nil {
+			return false, err
+		}
+		return second.UID != first.UID && second.Status.Phase == virtv1.Running && len(second.Status.Interfaces) > 0,
+			fmt.Errorf("uid %s phase %s on %q", second.UID, second.Status.Phase, second.Status.NodeName)
+	})
+	return second
+}
+
+// expectNodeUnresponsive checks the failed-over instance got a NodeUnresponsive Event.
+func expectNodeUnresponsive(t *testing.T, f *framework.Framework, lost *virtv1.VirtualMachineInstance) {
+	t.Helper()
 	events := &corev1.EventList{}
-	if err := f.Client.List(f.Context(), events, client.InNamespace(f.Namespace)); err != nil {
+	if err := f.Client.List(f.Context(), events, client.InNamespace(lost.Namespace)); err != nil {
 		t.Fatal(err)
 	}
-	unresponsive := false
 	for _, e := range events.Items {
-		unresponsive = unresponsive || (e.InvolvedObject.UID == first.UID && e.Reason == virtv1.ReasonNodeUnresponsive)
+		if e.InvolvedObject.UID == lost.UID && e.Reason == virtv1.ReasonNodeUnresponsive {
+			return
+		}
 	}
-	if !unresponsive {
-		t.Errorf("no %s Event on the lost instance", virtv1.ReasonNodeUnresponsive)
-	}
+	t.Errorf("no %s Event on the lost instance %s", virtv1.ReasonNodeUnresponsive, lost.UID)
 }
 
 // moveDeploymentsOff reschedules Podvirt's Deployment Pods (virt-api, virt-controller) that run on

@@ -23,13 +23,19 @@ import (
 // away: twice as long as it took, before the agents asked their peers, to stop every guest.
 // PODVIRT_E2E_OUTAGE (a duration) sets another length.
 func controlPlaneOutage(t *testing.T) time.Duration {
-	v := os.Getenv("PODVIRT_E2E_OUTAGE")
+	return envDuration(t, "PODVIRT_E2E_OUTAGE", 2*time.Minute, time.Nanosecond, heartbeatv1.MaxLapse)
+}
+
+// envDuration is the duration the environment variable name sets for a test, def when unset; a
+// value outside [least, most] fails the test naming the variable.
+func envDuration(t *testing.T, name string, def, least, most time.Duration) time.Duration {
+	v := os.Getenv(name)
 	if v == "" {
-		return 2 * time.Minute
+		return def
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 || d > heartbeatv1.MaxLapse {
-		t.Fatalf("PODVIRT_E2E_OUTAGE=%q: want a duration up to %s", v, heartbeatv1.MaxLapse)
+	if err != nil || d < least || d > most {
+		t.Fatalf("%s=%q: want a duration from %s to %s", name, v, least, most)
 	}
 	return d
 }

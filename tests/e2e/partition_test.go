@@ -5,11 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,15 +20,7 @@ import (
 // partitionLength is how long the partition test keeps the node cut off ($PODVIRT_E2E_PARTITION,
 // 3 minutes by default: past the VM's failover with room to spare).
 func partitionLength(t *testing.T) time.Duration {
-	v := os.Getenv("PODVIRT_E2E_PARTITION")
-	if v == "" {
-		return 3 * time.Minute
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 2*time.Minute || d > 30*time.Minute {
-		t.Fatalf("PODVIRT_E2E_PARTITION=%q: want a duration from 2m to 30m", v)
-	}
-	return d
+	return envDuration(t, "PODVIRT_E2E_PARTITION", 3*time.Minute, 2*time.Minute, 30*time.Minute)
 }
 
 // A node cut off the network — its link on the cluster bridge down, while its kubelet, agent and
@@ -57,14 +47,7 @@ func TestCutOffNodeFencesBeforeTheVMRunsElsewhere(t *testing.T) {
 	cut := time.Now()
 
 	// The documented bound: the heartbeat threshold (80 s) after the last renewal, plus a start.
-	second := &virtv1.VirtualMachineInstance{}
-	f.Eventually("the VM running again on "+host, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "islander"}, second); err != nil {
-			return false, err
-		}
-		return second.UID != first.UID && second.Status.Phase == virtv1.Running && len(second.Status.Interfaces) > 0,
-			fmt.Errorf("uid %s phase %s on %q", second.UID, second.Status.Phase, second.Status.NodeName)
-	})
+	second := waitFailedOver(t, f, first, 3*time.Minute)
 	back := time.Since(cut)
 	if second.Status.NodeName != host {
 		t.Errorf("the VM came back on %q, want %q", second.Status.NodeName, host)
@@ -101,15 +84,5 @@ func TestCutOffNodeFencesBeforeTheVMRunsElsewhere(t *testing.T) {
 	t.Logf("node %s cut off for %s → its guest fenced after %s → the VM running on %s after %s; at most one guest at any time",
 		far, partition.Round(time.Second), guests.gone.Sub(cut).Round(time.Second), second.Status.NodeName, back.Round(time.Second))
 
-	events := &corev1.EventList{}
-	if err := f.Client.List(f.Context(), events, client.InNamespace(f.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	unresponsive := false
-	for _, e := range events.Items {
-		unresponsive = unresponsive || (e.InvolvedObject.UID == first.UID && e.Reason == virtv1.ReasonNodeUnresponsive)
-	}
-	if !unresponsive {
-		t.Errorf("no %s Event on the cut-off instance", virtv1.ReasonNodeUnresponsive)
-	}
+	expectNodeUnresponsive(t, f, first)
 }

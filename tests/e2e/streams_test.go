@@ -366,18 +366,7 @@ func put(f *framework.Framework, path, body string, code int, want string) {
 
 func call(f *framework.Framework, method, path, body string, code int, want string) {
 	f.T().Helper()
-	req := f.Clientset.Discovery().RESTClient().Verb(method).AbsPath("/apis/subresources.kubevirt.io/v1" + path)
-	if body != "" {
-		req = req.Body([]byte(body))
-	}
-	res := req.Do(f.Context())
-	var got int
-	res.StatusCode(&got)
-	err := res.Error()
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
+	got, msg := subresource(f, method, path, body)
 	if got != code || !strings.Contains(msg, want) {
 		f.T().Errorf("%s %s %s: %d %q, want %d saying %q", method, path, body, got, msg, code, want)
 	}
