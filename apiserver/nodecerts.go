@@ -23,13 +23,16 @@ type NodeCerts struct {
 	Client client.Client
 	// From is the rotator's Secret, To the agents'.
 	From, To types.NamespacedName
+	// Serving is virt-api's serving certificate's Secret: its CA goes to the agents too
+	// (agentv1.VirtAPICAKey), for their launchers; zero: not copied.
+	Serving types.NamespacedName
 }
 
 // SetupWithManager watches both Secrets (a tampered or emptied copy is restored).
 func (n *NodeCerts) SetupWithManager(mgr ctrl.Manager) error {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		k := client.ObjectKeyFromObject(o)
-		return k == n.From || k == n.To
+		return k == n.From || k == n.To || k == n.Serving
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("node-agent-certs").
 		For(&corev1.Secret{}, builder.WithPredicates(ours)).Complete(n)
@@ -48,6 +51,15 @@ func (n *NodeCerts) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, fmt.Errorf("node agents' certificate secret %s: %w", n.To, err)
 	}
 	want := map[string][]byte{agentv1.CACertKey: from.Data[agentv1.CACertKey]}
+	if n.Serving.Name != "" {
+		serving := &corev1.Secret{}
+		if err := n.Client.Get(ctx, n.Serving, serving); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("virt-api's serving certificate secret %s: %w", n.Serving, err)
+		}
+		if ca := serving.Data[agentv1.CACertKey]; len(ca) > 0 {
+			want[agentv1.VirtAPICAKey] = ca
+		}
+	}
 	if sameData(to.Data, want) {
 		return ctrl.Result{}, nil
 	}

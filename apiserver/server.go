@@ -20,6 +20,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 )
 
@@ -65,7 +66,7 @@ func NewServer(o Options, h *Handlers) (*genericapiserver.GenericAPIServer, erro
 		discoveryPaths = append(discoveryPaths, "/apis/"+subv1.GroupName+"/"+v)
 	}
 	authz := genericoptions.NewDelegatingAuthorizationOptions().
-		WithAlwaysAllowPaths(append(discoveryPaths, "/healthz", "/readyz", "/livez")...)
+		WithAlwaysAllowPaths(append(discoveryPaths, "/healthz", "/readyz", "/livez", launcherv1.KubeletLeasePath)...)
 	authz.RemoteKubeConfigFile = o.Kubeconfig
 	errs := append(append(serving.Validate(), authn.Validate()...), authz.Validate()...)
 	if err := utilerrors.NewAggregate(errs); err != nil {
@@ -128,6 +129,8 @@ func install(s *genericapiserver.GenericAPIServer, h *Handlers) {
 	}
 	s.Handler.NonGoRestfulMux.Handle("/apis/"+subv1.GroupName, discovery.NewAPIGroupHandler(s.Serializer, group))
 	s.Handler.NonGoRestfulMux.HandlePrefix("/apis/"+subv1.GroupName+"/", mux)
+	// Authorized by its body's token, not the caller's identity (always allowed above).
+	s.Handler.NonGoRestfulMux.Handle(launcherv1.KubeletLeasePath, &KubeletLease{Client: h.Client})
 }
 
 // aggregatedResources is resources in the aggregated discovery form: each parent resource with its

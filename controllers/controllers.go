@@ -49,7 +49,7 @@ const DefaultConcurrentReconciles = 8
 func CacheOptions(o Options) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:           {Label: labels.SelectorFromSet(labels.Set{launcherv1.AppLabel: launcherv1.AppLabelValue})},
-		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.Namespace: {}, corev1.NamespaceNodeLease: {}}},
 	}}
 }
 

@@ -192,6 +192,8 @@ func (l *runningLauncher) CancelMigration(context.Context) error {
 	return errors.New("the benchmark's launchers do not migrate")
 }
 
+func (l *runningLauncher) SetNodeCheck(context.Context, launcherv1.NodeCheck) error { return nil }
+
 func (l *runningLauncher) PrivateDir() string { return "/nonexistent/" + l.uid }
 
 func (l *runningLauncher) MigrationSocket(context.Context, string) (net.Conn, error) {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 )
 
 // AgentTLS is the agent's side of the agents' mutual TLS: a certificate of its own, naming its node
@@ -39,10 +40,24 @@ type AgentTLS struct {
 	// Refresh is how often the CA is read again and the certificate checked.
 	Refresh time.Duration
 	Clock   clock.Clock
+	// VirtAPIURL is where launchers ask for their node's kubelet lease (NodeCheck).
+	VirtAPIURL string
 
-	mu    sync.RWMutex
-	cert  *tls.Certificate
-	roots *x509.CertPool
+	mu        sync.RWMutex
+	cert      *tls.Certificate
+	roots     *x509.CertPool
+	virtAPICA []byte
+}
+
+// NodeCheck is what launchers need to ask virt-api for their node's kubelet lease while the agent
+// is away (launcherv1.NodeCheck): nil until the Secret holds virt-api's CA.
+func (a *AgentTLS) NodeCheck() *launcherv1.NodeCheck {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if len(a.virtAPICA) == 0 || a.VirtAPIURL == "" {
+		return nil
+	}
+	return &launcherv1.NodeCheck{URL: a.VirtAPIURL, CA: a.virtAPICA}
 }
 
 // requestTimeout bounds one certificate request (virt-api signs within a second when it runs).
@@ -98,6 +113,7 @@ func (a *AgentTLS) refresh(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	a.roots = roots
+	a.virtAPICA = sec.Data[agentv1.VirtAPICAKey] // launchers check it (x509) when they use it
 	cert := a.cert
 	a.mu.Unlock()
 	if cert != nil && !a.due(cert.Leaf, roots) {

@@ -41,6 +41,15 @@ func (b boundedLauncher) Shutdown(ctx context.Context, gracePeriodSeconds int64)
 	return err
 }
 
+// SetNodeCheck tells where to ask for the kubelet's lease within pollTimeout.
+func (b boundedLauncher) SetNodeCheck(ctx context.Context, nc launcherv1.NodeCheck) error {
+	call, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+	err := b.Launcher.SetNodeCheck(call, nc)
+	b.note(ctx, err)
+	return err
+}
+
 // CancelMigration asks to abort the running migration within pollTimeout.
 func (b boundedLauncher) CancelMigration(ctx context.Context) error {
 	call, cancel := context.WithTimeout(ctx, pollTimeout)

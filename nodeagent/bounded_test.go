@@ -29,6 +29,11 @@ func (stalledLauncher) CancelMigration(ctx context.Context) error {
 	return ctx.Err()
 }
 
+func (stalledLauncher) SetNodeCheck(ctx context.Context, _ launcherv1.NodeCheck) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
 // Every quick call the reconciler makes of a launcher (a poll, a deletion's shutdown, a migration's
 // abort) returns within pollTimeout and marks the launcher unresponsive; the caller's own end does not.
 func TestBoundedLauncherCallsReturnInTime(t *testing.T) {

@@ -327,6 +327,8 @@ type MigrationTargetReconciler struct {
 	Accel        accel.Decision
 	PollInterval time.Duration
 	Clock        clock.PassiveClock
+	// NodeCheck goes with the target's preparation (Reconciler.NodeCheck).
+	NodeCheck func() *launcherv1.NodeCheck
 }
 
 // SetupWithManager registers the reconciler for this node's migration target Pods.
@@ -390,6 +392,9 @@ func (r *MigrationTargetReconciler) prepare(ctx context.Context, vmi *virtv1.Vir
 	req, err := syncRequest(vmi, decideFor(r.Accel, pod).Emulate)
 	if err != nil {
 		return launcherv1.Status{}, err
+	}
+	if r.NodeCheck != nil {
+		req.NodeCheck = r.NodeCheck()
 	}
 	st, err := l.PrepareTarget(ctx, req)
 	if err != nil && !disksPending(err) {

@@ -73,6 +73,8 @@ type Launcher interface {
 	PrepareTarget(ctx context.Context, req launcherv1.SyncRequest) (launcherv1.Status, error)
 	Migrate(ctx context.Context, req launcherv1.MigrateRequest) (launcherv1.Status, error)
 	CancelMigration(ctx context.Context) error
+	// SetNodeCheck tells a launcher synced without one where to ask for its kubelet's lease.
+	SetNodeCheck(ctx context.Context, nc launcherv1.NodeCheck) error
 	// PrivateDir is the launcher's private directory as seen from the node.
 	PrivateDir() string
 	// MigrationSocket connects to a migration socket of the launcher.
@@ -117,6 +119,9 @@ type Reconciler struct {
 	// Vouching reports whether the agent may talk to launchers (its heartbeat is fresh, see
 	// heartbeat.VouchLimit); always when nil.
 	Vouching func() bool
+	// NodeCheck goes with every sync: where a launcher asks for its node's kubelet lease while the
+	// agent is away (launcherv1.NodeCheck); none when nil or it returns nil.
+	NodeCheck func() *launcherv1.NodeCheck
 
 	sockets *socketWatch
 	slow    chan struct{} // slowCalls tokens
@@ -328,6 +333,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
+	if st.State != launcherv1.DomainNone { // synced before the agent knew virt-api's CA, or before it rotated
+		if nc := r.nodeCheck(); nc != nil && nc.Digest() != st.NodeCheck {
+			if err := s.launcher.SetNodeCheck(ctx, *nc); err != nil {
+				ctrl.LoggerFrom(ctx).V(1).Info("The launcher did not take the node check", "err", err)
+			}
+		}
+	}
 	s.obs.live = &st
 	return nil
 }
@@ -350,6 +362,7 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, err
 	if err != nil {
 		return launcherv1.Status{}, err
 	}
+	req.NodeCheck = r.nodeCheck()
 	if s.obs.accel.Emulate {
 		req.QemuCapabilities = r.QemuCapabilities.Files()
 	}
@@ -359,6 +372,14 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, err
 		return st, fmt.Errorf("sync: %w", err)
 	}
 	return st, nil
+}
+
+// nodeCheck is what goes into a sync's NodeCheck.
+func (r *Reconciler) nodeCheck() *launcherv1.NodeCheck {
+	if r.NodeCheck == nil {
+		return nil
+	}
+	return r.NodeCheck()
 }
 
 // syncRequest is the instance as a launcher takes it (a sync, or a migration target's preparation).

@@ -55,6 +55,8 @@ type Config struct {
 	// PeerTLS, when set, is the client side of the same mutual TLS towards another node's agent (a
 	// live migration's streams; AgentTLS.PeerConfig); plain TCP when nil (tests).
 	PeerTLS func(node string) (*tls.Config, error)
+	// NodeCheck goes with every sync to a launcher (Reconciler.NodeCheck); nil: none.
+	NodeCheck func() *launcherv1.NodeCheck
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 	// HostDiskDir is the node's launcherv1.HostDiskRoot as the agent sees it (--host-disk-dir).
@@ -156,6 +158,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 			Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Triggers: triggers, Clock: cfg.Clock,
 			HostDisks:        &HostDisks{Dir: cfg.HostDiskDir, Reader: mgr.GetAPIReader(), Interval: hostDiskSweepInterval, Budget: cfg.HostDiskBudget},
 			QemuCapabilities: &QemuCapabilities{Dir: cfg.QemuCapabilitiesDir},
+			NodeCheck:        cfg.NodeCheck,
 		},
 		Heartbeat: &Heartbeat{
 			Namespace: cfg.Namespace, NodeName: cfg.NodeName, Holder: cfg.PodName,
@@ -186,6 +189,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		a.MigrationTargets = &MigrationTargetReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
 			Address: address, Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Clock: cfg.Clock,
+			NodeCheck: cfg.NodeCheck,
 		}
 		if err := a.MigrationTargets.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up migration target controller: %w", err)

@@ -117,7 +117,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	agents, err := setupNodeCerts(mgr, direct, ns, nodeCertDir)
+	agents, err := setupNodeCerts(mgr, direct, ns, nodeCertDir, types.NamespacedName{Namespace: ns, Name: secret})
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func setupServingCerts(mgr ctrl.Manager, secret types.NamespacedName, service, d
 // certificate (agentv1.VirtAPIIdentity) in virt-handler-ca; CertFiles gives virt-api its files,
 // NodeCerts copies the CA's certificate (no key) into virt-handler-certs, the only Secret the agents
 // may read, and NodeSigner signs each agent's own certificate.
-func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string) (*apiserver.Agents, error) {
+func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string, serving types.NamespacedName) (*apiserver.Agents, error) {
 	from := types.NamespacedName{Namespace: ns, Name: "virt-handler-ca"}
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey: from, CertDir: dir, CAName: "podvirt-node-ca", CAOrganization: "podvirt", DNSName: agentv1.VirtAPIIdentity(ns),
@@ -236,7 +236,7 @@ func setupNodeCerts(mgr ctrl.Manager, c client.Client, ns, dir string) (*apiserv
 		return nil, fmt.Errorf("node certificate files: %w", err)
 	}
 	to := types.NamespacedName{Namespace: ns, Name: agentv1.CertSecret}
-	if err := (&apiserver.NodeCerts{Client: mgr.GetClient(), From: from, To: to}).SetupWithManager(mgr); err != nil {
+	if err := (&apiserver.NodeCerts{Client: mgr.GetClient(), From: from, To: to, Serving: serving}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("node agents' certificates: %w", err)
 	}
 	if err := (&apiserver.NodeSigner{Client: mgr.GetClient(), CA: from, Requester: apiserver.RequesterOf(ns)}).SetupWithManager(mgr); err != nil {

@@ -147,13 +147,14 @@ func run(args []string) error {
 	}
 	agentTLS := &nodeagent.AgentTLS{
 		Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: o.namespace, Name: o.tlsSecret},
-		CSRs: kube, NodeName: o.nodeName, Refresh: time.Minute,
+		CSRs: kube, NodeName: o.nodeName, Refresh: time.Minute, VirtAPIURL: agentv1.VirtAPIURL(o.namespace),
 	}
 	if err := mgr.Add(agentTLS); err != nil {
 		return fmt.Errorf("add subresource TLS: %w", err)
 	}
 	cfg.SubresourceTLS, cfg.PeerTLS = agentTLS.TLSConfig(), agentTLS.PeerConfig
 	cfg.APICaller = agentv1.VirtAPIIdentity(o.namespace)
+	cfg.NodeCheck = agentTLS.NodeCheck
 	agent, err := nodeagent.Setup(mgr, cfg)
 	if err != nil {
 		return err

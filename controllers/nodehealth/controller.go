@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -49,8 +50,9 @@ type Reconciler struct {
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 
-	seen    sightings
-	contact *Contact
+	seen     sightings
+	kubelets sightings // the kubelets' leases (corev1.NamespaceNodeLease), by node name
+	contact  *Contact
 }
 
 // SetupWithManager registers the controller for the heartbeat leases in Namespace.
@@ -75,11 +77,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.Namespace && strings.HasPrefix(o.GetName(), heartbeatv1.LeasePrefix)
 	})
+	kubelets := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == corev1.NamespaceNodeLease })
+	// The kubelets' renewals only update sightings, on a queue of their own: they never delay the
+	// agents' leases' (rule 4 counts on seeing a renewal within seconds).
+	if err := ctrl.NewControllerManagedBy(mgr).Named("nodehealth-kubelets").
+		For(&coordinationv1.Lease{}).WithEventFilter(kubelets).
+		Complete(reconcile.Func(r.seeKubelet)); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodehealth").
 		For(&coordinationv1.Lease{}).
 		WithEventFilter(ours).
 		Complete(r)
+}
+
+// seeKubelet records when a kubelet's lease was seen to change (forgotten a ConfirmHorizon after
+// its deletion, as the agents' are).
+func (r *Reconciler) seeKubelet(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	lease := &coordinationv1.Lease{}
+	if err := r.Client.Get(ctx, req.NamespacedName, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.kubelets.forget(req.Name, r.Clock.Now())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.kubelets.see(lease, r.Clock.Now())
+	return ctrl.Result{}, nil
 }
 
 // Reconcile checks one heartbeat and fails the node's instances when it is stale.
@@ -95,11 +119,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || !stale {
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
+	node := strings.TrimPrefix(lease.Name, heartbeatv1.LeasePrefix)
+	if alive, wait, err := r.kubeletAlive(ctx, lease, node); err != nil || alive {
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
 	if blocked, wait, err := r.blocked(ctx, lease); err != nil || blocked {
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	now := r.Clock.Now()
-	node := strings.TrimPrefix(lease.Name, heartbeatv1.LeasePrefix)
 	var vmis virtv1.VirtualMachineInstanceList
 	if err := r.Client.List(ctx, &vmis, client.MatchingFields{NodeNameIndex: node}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list instances on node %s: %w", node, err)
@@ -150,6 +177,45 @@ func (r *Reconciler) stale(ctx context.Context, lease *coordinationv1.Lease) (bo
 	}
 	r.seen.see(fresh, r.Clock.Now()) // its marks as they are now
 	return true, 0, nil
+}
+
+// kubeletAlive applies rule 3 of docs/node-loss.md: a node whose agent's heartbeat is stale is not
+// failed over while its kubelet's lease (read again uncached) has changed within the threshold, by
+// this controller's sight and contact, as the agent's is judged: the agent is away, not the node, and
+// its launchers keep their guests (launcherv1.Fence). A node whose kubelet lease is gone is judged
+// by its last sighting (its kubelet may renew a new one, which its launchers see); never seen: not
+// alive.
+func (r *Reconciler) kubeletAlive(ctx context.Context, agentLease *coordinationv1.Lease, node string) (bool, time.Duration, error) {
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	lease := &coordinationv1.Lease{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node}, lease)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, 0, fmt.Errorf("read the kubelet lease of node %s: %w", node, err)
+	}
+	now := r.Clock.Now()
+	var seen time.Time
+	if err == nil {
+		seen = r.kubelets.see(lease, now)
+	} else if seen = r.kubelets.view(node).Changed; seen.IsZero() {
+		return false, 0, nil
+	}
+	var since time.Time
+	if r.contact != nil {
+		since, _ = r.contact.Since() // in contact: stale() checked it
+	}
+	if heartbeatv1.Stale(seen, since, now, r.Threshold) {
+		return false, 0, nil
+	}
+	from := seen
+	if since.After(from) {
+		from = since
+	}
+	r.Recorder.Eventf(agentLease, nil, corev1.EventTypeWarning, ReasonFailoverBlocked, "Wait",
+		"The node agent's heartbeat is stale, but the kubelet of node %s still renews its lease: the agent is away, not the node, and its guests keep running", node)
+	return true, from.Add(r.Threshold).Sub(now) + time.Second, nil
 }
 
 // ReasonFailoverBlocked is the Event reason (on the stale lease) while a stale node's instances

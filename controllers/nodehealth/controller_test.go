@@ -304,3 +304,77 @@ func twoNodes(t *testing.T, now time.Time, leases ...*coordinationv1.Lease) (cli
 		return got.Status.Phase
 	}
 }
+
+// Rule 3: a node whose agent's heartbeat is stale is not failed over while its kubelet still renews
+// its lease (the agent is away, not the node); once the kubelet's lease is stale too, it is.
+func TestAgentAwayOnALiveNodeIsNotFailedOver(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	agent := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: heartbeatv1.LeaseName("n1")},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent"), RenewTime: ptr.To(metav1.NewMicroTime(now))}}
+	kubelet := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: "n1"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("n1"), RenewTime: ptr.To(metav1.NewMicroTime(now))}}
+	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"},
+		Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "n1"}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(agent, kubelet, vmi).WithStatusSubresource(vmi).
+		WithIndex(&virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
+			return []string{o.(*virtv1.VirtualMachineInstance).Status.NodeName}
+		}).Build()
+	clk := clocktesting.NewFakePassiveClock(now)
+	rec := events.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, Recorder: rec, Namespace: "podvirt", Threshold: time.Minute, Clock: clk}
+	reconcile := func(l *coordinationv1.Lease) ctrl.Result {
+		call := r.Reconcile
+		if l.Namespace == corev1.NamespaceNodeLease {
+			call = r.seeKubelet
+		}
+		res, err := call(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(l)})
+		require.NoError(t, err)
+		return res
+	}
+	phase := func() virtv1.VirtualMachineInstancePhase {
+		got := &virtv1.VirtualMachineInstance{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(vmi), got))
+		return got.Status.Phase
+	}
+	reconcile(kubelet)
+	reconcile(agent)
+	for i := 1; i <= 6; i++ { // the agent is gone; the kubelet renews every 20 s
+		clk.SetTime(now.Add(time.Duration(i) * 20 * time.Second))
+		kubelet.Spec.RenewTime = ptr.To(metav1.NewMicroTime(clk.Now()))
+		require.NoError(t, c.Update(ctx, kubelet))
+		reconcile(kubelet)
+		res := reconcile(agent)
+		assert.Equal(t, virtv1.Running, phase(), "after %ds", i*20)
+		assert.Positive(t, res.RequeueAfter)
+	}
+	assert.Contains(t, drain(rec), "the kubelet of node n1 still renews its lease")
+
+	// The kubelet's lease deleted (and not yet made again): judged by when it was last seen.
+	require.NoError(t, c.Delete(ctx, kubelet))
+	reconcile(kubelet)
+	reconcile(agent)
+	assert.Equal(t, virtv1.Running, phase(), "a kubelet lease deleted just now")
+
+	// The kubelet stops too: a threshold after its last renewal was seen the node is failed over.
+	last := clk.Now()
+	clk.SetTime(last.Add(time.Minute))
+	reconcile(agent)
+	assert.Equal(t, virtv1.Running, phase(), "at the kubelet's threshold")
+	clk.SetTime(last.Add(time.Minute + time.Second))
+	reconcile(agent)
+	assert.Equal(t, virtv1.Failed, phase(), "agent and kubelet stale")
+}
+
+// drain is every event recorded so far, joined.
+func drain(rec *events.FakeRecorder) string {
+	var out string
+	for {
+		select {
+		case e := <-rec.Events:
+			out += e + "\n"
+		default:
+			return out
+		}
+	}
+}

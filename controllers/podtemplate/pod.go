@@ -184,14 +184,28 @@ var (
 	binMount     = corev1.VolumeMount{Name: launcherv1.BinVolume, MountPath: launcherv1.BinDir}
 )
 
+// kubeletTokenVolume is the token with which the launcher asks virt-api for its node's kubelet lease
+// (launcherv1.KubeletLeasePath): the Pod's ServiceAccount's, for launcherv1.KubeletLeaseAudience only.
+func kubeletTokenVolume() corev1.Volume {
+	return corev1.Volume{Name: launcherv1.KubeletTokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: launcherv1.KubeletLeaseAudience, ExpirationSeconds: ptr.To(int64(launcherv1.KubeletTokenSeconds)), Path: launcherv1.KubeletTokenFile,
+		}}},
+	}}}
+}
+
+// kubeletTokenMount is where the compute container finds it.
+var kubeletTokenMount = corev1.VolumeMount{Name: launcherv1.KubeletTokenVolume, MountPath: launcherv1.KubeletTokenDir, ReadOnly: true}
+
 // podVolumes: the private emptyDir (of at most private bytes) and the bin one, one secret volume per Secret the cloud-init volumes
 // name, one volume per PVC, config disk or host disk directory, huge pages, the persistent state
 // claim; and the compute container's mounts of them.
 func podVolumes(vmi *virtv1.VirtualMachineInstance, private resource.Quantity) ([]corev1.Volume, []corev1.VolumeMount) {
-	mounts := []corev1.VolumeMount{privateMount}
+	mounts := []corev1.VolumeMount{privateMount, kubeletTokenMount}
 	volumes := []corev1.Volume{
 		{Name: launcherv1.PrivateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &private}}},
 		{Name: launcherv1.BinVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(binStorage.DeepCopy())}}},
+		kubeletTokenVolume(),
 	}
 	mounted := map[string]bool{} // secrets already mounted
 	for i, v := range vmi.Spec.Volumes {

@@ -83,6 +83,8 @@ type guest struct {
 	// lastHeard is when the node agent last sent a request (boottime.Now: the wall clock may step,
 	// and a suspended or frozen node's silence must count when it thaws).
 	lastHeard atomic.Int64
+	// kubelet tells whether the node's kubelet is alive while the agent is silent.
+	kubelet *kubeletCheck
 
 	// Owned by the loop.
 	dom         *libvirt.Domain
@@ -116,14 +118,23 @@ type guest struct {
 }
 
 func newGuest(cfg *Config, hv *hypervisor) *guest {
-	return &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{}), migrated: make(chan sent, 1), synced: make(chan struct{})}
+	g := &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{}), migrated: make(chan sent, 1), synced: make(chan struct{})}
+	g.kubelet = newKubeletCheck(cfg, g.agentSilent)
+	return g
+}
+
+// agentSilent is how long the node agent has been silent.
+func (g *guest) agentSilent() time.Duration {
+	return boottime.Now() - time.Duration(g.lastHeard.Load())
 }
 
 // Status is the last published status.
 func (g *guest) Status() launcherv1.Status {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.status
+	st := g.status
+	g.mu.Unlock()
+	st.NodeCheck = g.kubelet.configured()
+	return st
 }
 
 // do hands a request to the loop and waits for its outcome.
@@ -223,8 +234,7 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 func (g *guest) heard(next http.Handler) http.Handler {
 	g.lastHeard.Store(int64(boottime.Now()))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid, known := r.Context().Value(peerUIDKey{}).(uint32)
-		vouches := known && uid == 0 &&
+		vouches := fromAgent(r) &&
 			(r.URL.Path == launcherv1.PathStatus || r.URL.Path == launcherv1.PathSync || r.URL.Path == launcherv1.PathShutdown)
 		if vouches {
 			g.lastHeard.Store(int64(boottime.Now()))
@@ -236,18 +246,33 @@ func (g *guest) heard(next http.Handler) http.Handler {
 	})
 }
 
-// fenceIfAlone destroys the guest once the node agent has been silent for FenceAfter: an agent
-// that stopped asking is on a node the controllers will soon count as lost, and they start the VM
-// elsewhere (see launcherv1.AgentSilenceLimit).
+// fromAgent reports whether the peer of r's connection runs as root: the node agent (see heard).
+func fromAgent(r *http.Request) bool {
+	uid, known := r.Context().Value(peerUIDKey{}).(uint32)
+	return known && uid == 0
+}
+
+// fenceIfAlone destroys the guest once the node agent has been silent for FenceAfter and the node's
+// kubelet has not been known alive for as long (launcherv1.Fence): a node cut off from the control
+// plane is one the controllers will soon count as lost, and they start the VM elsewhere (see
+// launcherv1.AgentSilenceLimit); an agent that is merely away, on a node whose kubelet still renews
+// its lease, stops no guest.
 func (g *guest) fenceIfAlone() {
 	if g.dom == nil || g.fenced || g.cfg.FenceAfter <= 0 {
 		return
 	}
-	silent := boottime.Now() - time.Duration(g.lastHeard.Load())
-	if silent < g.cfg.FenceAfter {
+	now := boottime.Now()
+	silent := now - time.Duration(g.lastHeard.Load())
+	if !g.kubelet.fenceDue(silent) {
 		return
 	}
-	g.cfg.Log.Warn("The node agent is silent: destroying the guest so that it cannot run twice", "silentFor", silent.Round(time.Second).String())
+	sinceKubelet, known := g.kubelet.aliveSince(now)
+	kubelet := "never"
+	if known {
+		kubelet = sinceKubelet.Round(time.Second).String() + " ago"
+	}
+	g.cfg.Log.Warn("The node agent is silent and the node's kubelet is not known alive: destroying the guest so that it cannot run twice",
+		"silentFor", silent.Round(time.Second).String(), "kubeletKnownAlive", kubelet)
 	g.fenced = true
 	if err := g.dom.Destroy(); err != nil {
 		g.cfg.Log.Error("Destroy when fencing", "err", err)
@@ -388,7 +413,7 @@ func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 		return launcherv1.DomainCrashed, launcherv1.ReasonKilled, "the guest was killed on request"
 	case g.fenced:
 		return launcherv1.DomainCrashed, launcherv1.ReasonFenced,
-			fmt.Sprintf("the node agent was silent for more than %s: the guest was stopped so that it cannot run twice", g.cfg.FenceAfter)
+			fmt.Sprintf("the node agent was silent for more than %s and the node's kubelet was not known to renew its lease: the guest was stopped so that it cannot run twice", g.cfg.FenceAfter)
 	case g.forced:
 		return launcherv1.DomainShutoff, launcherv1.ReasonGracePeriodExpired,
 			"the guest did not power off within the grace period and was stopped"

@@ -51,6 +51,9 @@ type Config struct {
 	// FenceAfter is how long a running guest may go without any request from the node agent before
 	// the launcher destroys it (launcherv1.AgentSilenceLimit; 0 never).
 	FenceAfter time.Duration
+	// KubeletTokenDir holds the token for virt-api's kubelet-lease check (launcherv1.KubeletTokenDir
+	// when empty).
+	KubeletTokenDir string
 	// Log receives the launcher's own log.
 	Log *slog.Logger
 }
@@ -94,6 +97,10 @@ func run(ctx context.Context, cfg *Config) (launcherv1.Status, error) {
 	defer hv.close()
 	cfg.Log.Info("Embedded libvirt ready", "uri", EmbedURI(cfg.LibvirtRoot), "took", time.Since(start).Round(time.Millisecond).String())
 	g := newGuest(cfg, hv)
+	checkCtx, stopChecking := context.WithCancel(ctx)
+	checked := make(chan struct{})
+	go func() { defer close(checked); g.kubelet.run(checkCtx) }()
+	defer func() { stopChecking(); <-checked }()
 	warmCtx, stopWarming := context.WithCancel(ctx)
 	warmed := make(chan struct{})
 	go func() { defer close(warmed); warmUp(warmCtx, cfg, hv, g.synced) }()

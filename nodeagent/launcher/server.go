@@ -24,6 +24,21 @@ func newHandler(g *guest) http.Handler {
 	mux.HandleFunc("GET "+launcherv1.PathStatus, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, g.Status())
 	})
+	mux.HandleFunc("PUT "+launcherv1.PathNodeCheck, func(w http.ResponseWriter, r *http.Request) {
+		var req launcherv1.NodeCheck
+		if !decode(w, r, &req) {
+			return
+		}
+		if !fromAgent(r) {
+			writeJSON(w, http.StatusForbidden, launcherv1.Error{Message: "only the node agent names where the kubelet check asks"})
+			return
+		}
+		if err := g.kubelet.configure(&req); err != nil {
+			writeJSON(w, http.StatusBadRequest, launcherv1.Error{Message: err.Error()})
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("POST "+launcherv1.PathSync, syncHandler(g, opSync))
 	mux.HandleFunc("POST "+launcherv1.PathShutdown, func(w http.ResponseWriter, r *http.Request) {
 		var req launcherv1.ShutdownRequest
@@ -77,6 +92,11 @@ func syncHandler(g *guest, op opKind) http.HandlerFunc {
 		}
 		if op == opSync {
 			g.markSynced()
+		}
+		if fromAgent(r) { // only the agent names where the kubelet check asks
+			if err := g.kubelet.configure(req.NodeCheck); err != nil {
+				g.cfg.Log.Warn("The sync's node check is refused: the agent's silence alone fences", "err", err)
+			}
 		}
 		vmi, err := g.parseVMI(req)
 		if err == nil { // waiting here, not in the guest's loop, keeps the loop free meanwhile

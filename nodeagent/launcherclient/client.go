@@ -397,6 +397,11 @@ func (c *Client) CancelMigration(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, launcherv1.PathMigrateCancel, nil, nil, DefaultTimeout)
 }
 
+// SetNodeCheck tells the launcher where to ask for its kubelet's lease (launcherv1.PathNodeCheck).
+func (c *Client) SetNodeCheck(ctx context.Context, nc launcherv1.NodeCheck) error {
+	return c.do(ctx, http.MethodPut, launcherv1.PathNodeCheck, nc, nil, DefaultTimeout)
+}
+
 // PrivateDir is the launcher's private directory as seen from here.
 func (c *Client) PrivateDir() string { return c.dir }
 

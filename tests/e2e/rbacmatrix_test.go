@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -81,10 +82,12 @@ func readMatrix(t *testing.T) matrix {
 	return m
 }
 
-// matrixCaller is one column: how it authenticates (a bearer token of its own, or nothing).
+// matrixCaller is one column: how it authenticates (a bearer token of its own, or nothing), and,
+// for a caller inside a Pod, how it makes a call from there.
 type matrixCaller struct {
 	name  string
 	token string
+	inPod func(ctx context.Context, method, url, body string) (string, error)
 }
 
 // The RBAC matrix (tests/e2e/testdata/rbac-matrix.txt): each caller, with nothing but its own
@@ -196,7 +199,7 @@ func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	callers = append(callers, matrixCaller{name: "agent", token: tr.Status.Token})
+	callers = append(callers, matrixCaller{name: "agent", token: tr.Status.Token}, podCaller(t, f))
 	// New bindings reach the authorizer's cache within seconds.
 	edit := callers[1]
 	f.Eventually("the matrix's role bindings are in force", time.Minute, func(ctx context.Context) (bool, error) {
@@ -204,6 +207,40 @@ func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 		return code == http.StatusOK, err
 	})
 	return callers
+}
+
+// podCaller is a plain Pod on the Pod network without a token (the probe image, no ServiceAccount
+// token mounted): each call is made from inside it (probe status).
+func podCaller(t *testing.T, f *framework.Framework) matrixCaller {
+	t.Helper()
+	pod := f.ProbePod("m-pod", corev1.RestartPolicyNever, "sleep")
+	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	f.Create(pod)
+	f.WaitForPodRunningReady(pod.Name, 2*time.Minute)
+	bin := kubectl(t)
+	return matrixCaller{name: "pod", inPod: func(ctx context.Context, method, url, body string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, bin, "--kubeconfig", framework.Kubeconfig(), "exec", "-n", f.Namespace, pod.Name, "--",
+			"/probe", "status", "--method", method, "--url", url, "--body", body).CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("probe status in %s: %w: %s", pod.Name, err, out)
+		}
+		return strings.TrimSpace(string(out)), nil
+	}}
+}
+
+// podStatus is the code a pod caller's call answered (0 and the error when none).
+func podStatus(ctx context.Context, c matrixCaller, method, url, body string) (int, string) {
+	out, err := c.inPod(ctx, method, url, body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	var code int
+	if _, err := fmt.Sscanf(out, "status %d", &code); err != nil {
+		return 0, "no answer: " + out
+	}
+	return code, fmt.Sprintf("%s %s from a Pod: %d", method, url, code)
 }
 
 // apiCall makes one call to the kube-apiserver as c (its token only, or nothing) and returns the
@@ -243,6 +280,10 @@ type matrixProbe func(ctx context.Context, c matrixCaller) (served bool, detail 
 // body's 400 or 422 all mean the call got past authorization).
 func apiProbe(f *framework.Framework, method, path, body string) matrixProbe {
 	return func(ctx context.Context, c matrixCaller) (bool, string) {
+		if c.inPod != nil { // the apiserver's Service, as a Pod reaches it
+			code, detail := podStatus(ctx, c, method, "https://kubernetes.default.svc"+path, body)
+			return code != 0 && code != http.StatusUnauthorized && code != http.StatusForbidden, detail
+		}
 		code, err := apiCall(ctx, f, c, method, path, body)
 		if err != nil {
 			return false, err.Error()
@@ -254,6 +295,10 @@ func apiProbe(f *framework.Framework, method, path, body string) matrixProbe {
 // portProbe serves when a GET of url with c's token answers 2xx.
 func portProbe(url string) matrixProbe {
 	return func(ctx context.Context, c matrixCaller) (bool, string) {
+		if c.inPod != nil {
+			code, detail := podStatus(ctx, c, http.MethodGet, url, "")
+			return code/100 == 2, detail
+		}
 		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the caller plays anything on the network
 		defer hc.CloseIdleConnections()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

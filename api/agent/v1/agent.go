@@ -86,8 +86,16 @@ func Roots(data map[string][]byte) (*x509.CertPool, error) {
 }
 
 // CertSecret is the Secret (in Podvirt's namespace) that virt-api fills with the node CA's
-// certificate (CACertKey; never a key); the agents may read only it.
+// certificate (CACertKey; never a key) and the CA of its own serving certificate (VirtAPICAKey); the
+// agents may read only it.
 const CertSecret = "virt-handler-certs"
+
+// VirtAPICAKey holds the CA virt-api's serving certificate chains to, which launchers need to ask
+// virt-api for their node's kubelet lease (launcherv1.NodeCheck); VirtAPIURL is where they ask.
+const VirtAPICAKey = "virt-api-ca.crt"
+
+// VirtAPIURL is virt-api's Service in namespace, as launchers reach it.
+func VirtAPIURL(namespace string) string { return "https://virt-api." + namespace + ".svc:443" }
 
 // Event reasons of a migration, on the instance.
 const (

@@ -28,6 +28,7 @@ import "time"
 //	                    once it has completed the domain is gone and the launcher exits 0 with
 //	                    state Migrated
 //	POST /v1/migrate/cancel → 202 Status (aborts a running migration: the guest stays here)
+//	PUT  /v1/node-check   NodeCheck → 204 (where to ask for the kubelet's lease; the agent only)
 //
 // Errors: a non-2xx status with body Error. The launcher exits once the domain is gone (after it was
 // started), so the Pod completes: exit code 0 after a guest shutdown, non-zero after a crash or kill.
@@ -45,6 +46,9 @@ const (
 	PathMigrationTarget = "/v1/migration/target"
 	PathMigrate         = "/v1/migrate"
 	PathMigrateCancel   = "/v1/migrate/cancel"
+	// PathNodeCheck sets where the launcher asks for its kubelet's lease (NodeCheck), for a guest
+	// synced without it or with another (Status.NodeCheck); only the agent's calls count.
+	PathNodeCheck = "/v1/node-check"
 	// PathPortForward is the prefix of the port-forward path: PathPortForward + "{port}".
 	PathPortForward = "/v1/portforward/"
 	// UpgradeTCP is the Upgrade header value of a port-forward request.
@@ -60,6 +64,9 @@ type SyncRequest struct {
 	// QemuCapabilities are libvirt's cache files of qemu's capabilities (file name → content) as
 	// probed on this node with the launcher image, so the launcher need not probe qemu itself.
 	QemuCapabilities map[string][]byte `json:"qemuCapabilities,omitempty"`
+	// NodeCheck is where to ask whether the node's kubelet is alive while the agent is silent
+	// (kubeletlease.go); nil: fence on the agent's silence alone.
+	NodeCheck *NodeCheck `json:"nodeCheck,omitempty"`
 }
 
 // ShutdownRequest asks for a graceful shutdown.
@@ -157,7 +164,8 @@ const (
 // only while its own heartbeat is fresh) before it destroys the guest itself. The controllers
 // consider a node lost, fail its instances and start them elsewhere only once the agent's heartbeat
 // is older than heartbeat.MinThreshold, which includes this limit, so a guest on a lost node has
-// stopped before its replacement starts: a VM never runs twice.
+// stopped before its replacement starts: a VM never runs twice. While its node's kubelet is known
+// to renew its lease the launcher keeps its guest past the limit (Fence, kubeletlease.go).
 const AgentSilenceLimit = 40 * time.Second
 
 // Status is the launcher's report of its guest.
@@ -175,6 +183,9 @@ type Status struct {
 	QemuPID int `json:"qemuPid,omitempty"`
 	// Migration is the guest's live migration from or to this launcher, if any.
 	Migration *MigrationStatus `json:"migration,omitempty"`
+	// NodeCheck is the Digest of where the launcher asks for its kubelet's lease; "" while it
+	// does not know.
+	NodeCheck string `json:"nodeCheck,omitempty"`
 }
 
 // MigrationRole is the launcher's side of a migration.

@@ -7,10 +7,14 @@
 //	probe write --file F --text T        write T to F
 //	probe read --file F                  print F
 //	probe cat                            copy stdin to stdout, unbuffered (the console benchmark's exec baseline)
+//	probe status --url U [--method M] [--body B]
+//	                                     one request with no credentials (any server certificate):
+//	                                     print "status N", or "error: …" when there is no answer
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,7 +43,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: probe sleep|serve|fetch|list-pods|write|read|cat [flags]")
+		return errors.New("usage: probe sleep|serve|fetch|list-pods|write|read|cat|status [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	port := fs.Int("port", 8080, "serve: port")
@@ -47,6 +51,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	url := fs.String("url", "", "fetch: URL")
 	timeout := fs.Duration("timeout", time.Minute, "fetch: give up after")
 	file := fs.String("file", "", "write/read: file")
+	method := fs.String("method", http.MethodGet, "status: method")
+	body := fs.String("body", "", "status: body (JSON)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -76,6 +82,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "cat":
 		_, err := io.Copy(out, os.Stdin)
 		return err
+	case "status":
+		return status(ctx, *method, *url, *body, out)
 	default:
 		return fmt.Errorf("unknown mode %q", args[0])
 	}
@@ -166,4 +174,38 @@ func listPods(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "pod %s\n", p.Name)
 	}
 	return nil
+}
+
+// status makes one request as anything on the Pod network would: no token, no client certificate,
+// any server certificate accepted.
+func status(ctx context.Context, method, url, body string, out io.Writer) error {
+	if url == "" {
+		return errors.New("status: --url is required")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if method == http.MethodPatch {
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // plays anything on the network
+	resp, err := client.Do(req)
+	if err != nil {
+		_, err = fmt.Fprintf(out, "error: %v\n", err)
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_, err = fmt.Fprintf(out, "status %d\n", resp.StatusCode)
+	return err
 }
