@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,17 +172,19 @@ func TestVMOnSecondNode(t *testing.T) {
 	waitUptime(t, f, vmi)
 }
 
-// A lost node: its kubelet and its node agent stop at once (the node stops answering; its
-// containers keep running). The launcher, no longer hearing from its agent, stops the guest itself;
-// once the agent's heartbeat is older than the threshold the controllers fail the instance
+// A lost node, in the order that tests rule 3 of docs/node-loss.md: its node agent goes away first
+// (its DaemonSet leaves the node) and the guest keeps running past the launcher's 40 s on its
+// kubelet's word; then the kubelet stops too (the node stops answering; its containers keep
+// running). The launcher, with neither its agent nor a kubelet renewal to go by, stops the guest
+// itself; once both leases are older than the threshold the controllers fail the instance
 // (NodeUnresponsive) and the VM (runStrategy Always) runs again on the other node. At no moment do
 // two guests of the VM run on the machine.
 func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
 	far, host := otherNode(t, f), f.HostNode()
-	// virt-api serves the admission webhooks (failurePolicy Fail) every new instance passes: it must
-	// not be lost with the node (a real cluster runs it replicated; here it has one replica).
+	// virt-api serves the admission webhooks (failurePolicy Fail) every new instance passes and
+	// the launchers' kubelet-lease checks: it must not be lost with the node.
 	moveDeploymentsOff(t, f, far)
 	vm := demoVM(f.Namespace, "phoenix", virtv1.RunStrategyAlways, 0, "")
 	vm.Spec.Template.Spec.Affinity = preferNode(far)
@@ -195,9 +196,22 @@ func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
 	waitUptime(t, f, first)
 
 	guests := countGuests(t, f.Namespace, "phoenix")
-	t.Cleanup(func() { restoreNodes(t, f) })
+	keepAgentOff(t, f, far)
+	agentGone := time.Now()
+	// A minute without its agent (past the launcher's 40 s): the guest answers all along.
+	err := wait.PollUntilContextTimeout(f.Context(), 5*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := guestUptime(ctx, first)
+		return false, err
+	})
+	if !wait.Interrupted(err) {
+		t.Fatalf("the guest without its agent for %s: %v", time.Since(agentGone).Round(time.Second), err)
+	}
+	t.Cleanup(func() { // the kubelet first: the agent comes back only to a running kubelet
+		podvirtCluster(t, "up", "--nodes", strconv.Itoa(e2eNodes))
+		letAgentBack(t, f, far)
+		restoreNodes(t, f)
+	})
 	podvirtCluster(t, "stop-node", far)
-	killAgentOn(t, f, far)
 	lost := time.Now()
 
 	second := waitFailedOver(t, f, first, 5*time.Minute)
@@ -205,8 +219,11 @@ func TestNodeLossRestartsTheVMElsewhere(t *testing.T) {
 	if most := guests.stop(); most != 1 {
 		t.Errorf("at most %d guests of the VM ran at once, want exactly 1 (never two)", most)
 	}
-	t.Logf("node %s lost → its guest fenced after %s → the VM running on %s again after %s",
-		far, guests.gone.Sub(lost).Round(time.Second), second.Status.NodeName, back.Round(time.Second))
+	if guests.gone.Before(lost) {
+		t.Errorf("the guest stopped %s after its agent went, before its kubelet stopped (%s)", guests.gone.Sub(agentGone).Round(time.Second), lost.Sub(agentGone).Round(time.Second))
+	}
+	t.Logf("node agent of %s away → guest kept %s → kubelet stopped → guest fenced after %s → the VM running on %s again after %s",
+		far, lost.Sub(agentGone).Round(time.Second), guests.gone.Sub(lost).Round(time.Second), second.Status.NodeName, back.Round(time.Second))
 	if second.Status.NodeName != host {
 		t.Errorf("the VM came back on %q, want %q", second.Status.NodeName, host)
 	}
@@ -344,35 +361,6 @@ func processesWith(marker []byte) [][]byte {
 		}
 	}
 	return out
-}
-
-// killAgentOn kills the node agent of node (found on this machine by the address it listens on).
-func killAgentOn(t *testing.T, f *framework.Framework, node string) {
-	t.Helper()
-	n := &corev1.Node{}
-	if err := f.Client.Get(f.Context(), client.ObjectKey{Name: node}, n); err != nil {
-		t.Fatal(err)
-	}
-	var ip string
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			ip = a.Address
-		}
-	}
-	listen := []byte("--listen=" + ip + ":8186")
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(raw, listen) || !bytes.HasSuffix(bytes.SplitN(raw, []byte{0}, 2)[0], []byte("virt-handler")) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill the node agent of %s (pid %d): %v", node, pid, err)
-		}
-		return
-	}
-	t.Fatalf("no node agent process listening on %s:8186", ip)
 }
 
 // podvirtCluster runs the local cluster's tool (cmd/podvirt-cluster) from the repository.
