@@ -124,6 +124,27 @@ func (h *Heartbeat) Vouching() bool {
 	return h.listed && len(h.peers) == 0
 }
 
+// VouchedUntil is when Vouching, as things stand, ends (on Clock); zero: no end is known (the agent
+// vouches alone, with no peer to fail its node over to) or it does not vouch now.
+func (h *Heartbeat) VouchedUntil() time.Time {
+	now := h.Clock.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var until time.Time
+	if !h.renewed.IsZero() {
+		until = h.renewed.Add(heartbeatv1.VouchLimit)
+	}
+	if !h.confirmed.IsZero() && !h.renewed.IsZero() && now.Sub(h.renewed) <= heartbeatv1.MaxLapse {
+		if c := h.confirmed.Add(heartbeatv1.ConfirmValidity); c.After(until) {
+			until = c
+		}
+	}
+	if h.listed && len(h.peers) == 0 || !until.After(now) {
+		return time.Time{}
+	}
+	return until
+}
+
 // renew renews the lease (renewLease), then lists the peers when a list is due (at the start and
 // every listEvery renewals, each list bounded by listTimeout): the next renewal writes their count.
 func (h *Heartbeat) renew(ctx context.Context) error {

@@ -119,6 +119,9 @@ type Reconciler struct {
 	// Vouching reports whether the agent may talk to launchers (its heartbeat is fresh, see
 	// heartbeat.VouchLimit); always when nil.
 	Vouching func() bool
+	// VouchedUntil is the boot time until which the agent vouches, sent with every request to a
+	// launcher (launcherv1.HeaderVouchedUntil); 0: no end known. Nil: not sent.
+	VouchedUntil func() time.Duration
 	// NodeCheck goes with every sync: where a launcher asks for its node's kubelet lease while the
 	// agent is away (launcherv1.NodeCheck); none when nil or it returns nil.
 	NodeCheck func() *launcherv1.NodeCheck
@@ -193,6 +196,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if r.Vouching != nil && !r.Vouching() {
 		// Cut off from the control plane: stay silent, so that the launcher fences its guest.
 		return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+	}
+	if r.VouchedUntil != nil {
+		if until := r.VouchedUntil(); until > 0 {
+			ctx = launcherclient.WithVouchedUntil(ctx, until)
+		}
 	}
 	pod, err := launcherPodOf(ctx, r.Client, r.NodeName, vmi)
 	if err != nil || pod == nil {

@@ -171,6 +171,14 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	}
 	a.Heartbeat.Client = hb
 	a.Reconciler.Vouching = a.Heartbeat.Vouching
+	if _, boot := heartbeatClock.(boottime.Clock); boot { // launchers clamp to the heartbeat's boot times
+		a.Reconciler.VouchedUntil = func() time.Duration {
+			if t := a.Heartbeat.VouchedUntil(); !t.IsZero() {
+				return boottime.Of(t)
+			}
+			return 0
+		}
+	}
 	// The proxies log through slog (their package needs no controller-runtime); the bridge sends it
 	// to the manager's logger, so the agent writes every line in one format.
 	a.Reconciler.Migrations = &Migrations{PeerTLS: cfg.PeerTLS, Log: slog.New(logr.ToSlogHandler(mgr.GetLogger().WithName("migration-proxy")))}

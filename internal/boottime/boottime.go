@@ -37,3 +37,6 @@ func (Clock) Now() time.Time { return started.Round(0).Add(Now() - startedBoot) 
 
 // Since is the boot time since t (a time of this clock).
 func (c Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// Of is the boot time of t, a time of Clock (the inverse of Clock.Now).
+func Of(t time.Time) time.Duration { return t.Sub(started.Round(0)) + startedBoot }

@@ -236,14 +236,39 @@ func (g *guest) heard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		vouches := fromAgent(r) &&
 			(r.URL.Path == launcherv1.PathStatus || r.URL.Path == launcherv1.PathSync || r.URL.Path == launcherv1.PathShutdown)
+		until := vouchedUntil(r)
 		if vouches {
-			g.lastHeard.Store(int64(boottime.Now()))
+			g.hear(until)
 		}
 		next.ServeHTTP(w, r)
 		if vouches && r.Context().Err() == nil { // the agent still waits for the answer (it gave up: no vouching)
-			g.lastHeard.Store(int64(boottime.Now()))
+			g.hear(until)
 		}
 	})
+}
+
+// hear notes the agent heard now, but no later than until (0: no bound), and never earlier than
+// already noted.
+func (g *guest) hear(until time.Duration) {
+	at := boottime.Now()
+	if until > 0 && until < at {
+		at = until
+	}
+	for {
+		old := g.lastHeard.Load()
+		if int64(at) <= old || g.lastHeard.CompareAndSwap(old, int64(at)) {
+			return
+		}
+	}
+}
+
+// vouchedUntil is the request's launcherv1.HeaderVouchedUntil (0 when absent or malformed).
+func vouchedUntil(r *http.Request) time.Duration {
+	v, err := strconv.ParseInt(r.Header.Get(launcherv1.HeaderVouchedUntil), 10, 64)
+	if err != nil || v <= 0 {
+		return 0
+	}
+	return time.Duration(v)
 }
 
 // fromAgent reports whether the peer of r's connection runs as root: the node agent (see heard).

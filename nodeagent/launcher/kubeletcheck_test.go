@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/internal/boottime"
 )
 
 // The check asks virt-api with the projected token over TLS verified against the CA the agent gave,
@@ -95,4 +97,32 @@ func TestNodeCheckOnlyFromTheAgent(t *testing.T) {
 	newHandler(g).ServeHTTP(w, httptest.NewRequest(http.MethodPut, launcherv1.PathNodeCheck, strings.NewReader(body)))
 	assert.Equal(t, http.StatusForbidden, w.Code)
 	assert.Empty(t, g.kubelet.configured())
+}
+
+// A request the agent sent while it vouched until some time counts as heard no later than that time,
+// however late it is served (a node that froze and thawed); from anyone but root it counts not at all.
+func TestHeardNoLaterThanVouched(t *testing.T) {
+	g := newGuest(&Config{Log: slog.New(slog.DiscardHandler)}, nil)
+	h := g.heard(http.NotFoundHandler())
+	g.lastHeard.Store(int64(boottime.Now() - time.Minute))
+	before := g.lastHeard.Load()
+	call := func(root bool, until time.Duration) {
+		r := httptest.NewRequest(http.MethodGet, launcherv1.PathStatus, nil)
+		if root {
+			r = r.WithContext(context.WithValue(r.Context(), peerUIDKey{}, uint32(0)))
+		}
+		if until > 0 {
+			r.Header.Set(launcherv1.HeaderVouchedUntil, strconv.FormatInt(int64(until), 10))
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	call(false, 0)
+	assert.Equal(t, before, g.lastHeard.Load(), "not the agent")
+	past := time.Duration(before) + time.Second
+	call(true, past)
+	assert.Equal(t, int64(past), g.lastHeard.Load(), "clamped to the vouch's end")
+	call(true, time.Duration(before)-time.Hour)
+	assert.Equal(t, int64(past), g.lastHeard.Load(), "never moved back")
+	call(true, 0)
+	assert.Greater(t, g.lastHeard.Load(), int64(past), "no bound: now")
 }

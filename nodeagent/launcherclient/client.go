@@ -397,6 +397,15 @@ func (c *Client) CancelMigration(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, launcherv1.PathMigrateCancel, nil, nil, DefaultTimeout)
 }
 
+// vouchedUntilKey keys the boot time until which the agent vouches (WithVouchedUntil).
+type vouchedUntilKey struct{}
+
+// WithVouchedUntil makes every request made with ctx say that the agent vouches until until (a
+// CLOCK_BOOTTIME reading; launcherv1.HeaderVouchedUntil).
+func WithVouchedUntil(ctx context.Context, until time.Duration) context.Context {
+	return context.WithValue(ctx, vouchedUntilKey{}, until)
+}
+
 // SetNodeCheck tells the launcher where to ask for its kubelet's lease (launcherv1.PathNodeCheck).
 func (c *Client) SetNodeCheck(ctx context.Context, nc launcherv1.NodeCheck) error {
 	return c.do(ctx, http.MethodPut, launcherv1.PathNodeCheck, nc, nil, DefaultTimeout)
@@ -464,6 +473,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, timeo
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if until, ok := ctx.Value(vouchedUntilKey{}).(time.Duration); ok {
+		req.Header.Set(launcherv1.HeaderVouchedUntil, strconv.FormatInt(int64(until), 10))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -159,6 +159,12 @@ const (
 	ReasonMigrating = "Migrating"
 )
 
+// HeaderVouchedUntil, on the agent's status, sync and shutdown requests, is the CLOCK_BOOTTIME
+// (nanoseconds, decimal) until which the agent vouches; the launcher counts the request as heard no
+// later than that. A request sent before a node froze and answered after it thawed then does not
+// restart the fence timer at the thaw. Absent: the request counts when it is served.
+const HeaderVouchedUntil = "Podvirt-Vouched-Until"
+
 // AgentSilenceLimit is how long a launcher whose guest runs waits without a status, sync or shutdown
 // request from its node agent (the agent asks for the status on every pass, every few seconds, but
 // only while its own heartbeat is fresh) before it destroys the guest itself. The controllers
