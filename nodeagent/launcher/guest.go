@@ -242,6 +242,12 @@ func (g *guest) heard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 		if vouches && r.Context().Err() == nil { // the agent still waits for the answer (it gave up: no vouching)
+			if r.URL.Path == launcherv1.PathSync {
+				// A sync may outlast the vouch it was sent with, and the agent polls the instance
+				// again only after it: its end counts as it comes (a node that froze during a sync
+				// is the one case HeaderVouchedUntil leaves open).
+				until = 0
+			}
 			g.hear(until)
 		}
 	})

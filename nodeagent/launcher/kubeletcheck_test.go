@@ -106,8 +106,9 @@ func TestHeardNoLaterThanVouched(t *testing.T) {
 	h := g.heard(http.NotFoundHandler())
 	g.lastHeard.Store(int64(boottime.Now() - time.Minute))
 	before := g.lastHeard.Load()
+	path := launcherv1.PathStatus
 	call := func(root bool, until time.Duration) {
-		r := httptest.NewRequest(http.MethodGet, launcherv1.PathStatus, nil)
+		r := httptest.NewRequest(http.MethodGet, path, nil)
 		if root {
 			r = r.WithContext(context.WithValue(r.Context(), peerUIDKey{}, uint32(0)))
 		}
@@ -125,4 +126,10 @@ func TestHeardNoLaterThanVouched(t *testing.T) {
 	assert.Equal(t, int64(past), g.lastHeard.Load(), "never moved back")
 	call(true, 0)
 	assert.Greater(t, g.lastHeard.Load(), int64(past), "no bound: now")
+
+	// A sync's end counts as it comes: it may outlast the vouch it was sent with.
+	g.lastHeard.Store(before)
+	path = launcherv1.PathSync
+	call(true, past)
+	assert.Greater(t, g.lastHeard.Load(), int64(past), "the end of a sync")
 }

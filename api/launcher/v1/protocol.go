@@ -161,8 +161,9 @@ const (
 
 // HeaderVouchedUntil, on the agent's status, sync and shutdown requests, is the CLOCK_BOOTTIME
 // (nanoseconds, decimal) until which the agent vouches; the launcher counts the request as heard no
-// later than that. A request sent before a node froze and answered after it thawed then does not
-// restart the fence timer at the thaw. Absent: the request counts when it is served.
+// later than that (a sync's end excepted: a sync may outlast the vouch it was sent with). A status
+// request sent before a node froze and served after it thawed then does not restart the fence
+// timer at the thaw. Absent: the request counts when it is served.
 const HeaderVouchedUntil = "Podvirt-Vouched-Until"
 
 // AgentSilenceLimit is how long a launcher whose guest runs waits without a status, sync or shutdown
