@@ -40,6 +40,7 @@ type KubeletLease struct {
 	Client client.Client
 
 	once    sync.Once
+	mu      sync.Mutex            // makes limiterOf's get-or-add one step
 	known   *cache.LRUExpireCache // sha256 of a reviewed token → reviewed
 	perAddr *cache.LRUExpireCache // caller address → *rate.Limiter of its reviews
 	perPod  *cache.LRUExpireCache // Pod UID → *rate.Limiter of its calls
@@ -95,7 +96,7 @@ func (k *KubeletLease) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if !limiterOf(k.perPod, who.pod, CallsPerPodPerSecond, callsPodBurst).Allow() {
+	if !k.limiterOf(k.perPod, who.pod, CallsPerPodPerSecond, callsPodBurst).Allow() {
 		writeError(w, r, apierrors.NewTooManyRequests(fmt.Sprintf("more than %d calls a second from one Pod", CallsPerPodPerSecond), 1))
 		return
 	}
@@ -120,7 +121,7 @@ func (k *KubeletLease) review(ctx context.Context, token, addr string) (reviewed
 	if err != nil {
 		return reviewed{}, apierrors.NewUnauthorized(err.Error())
 	}
-	if !limiterOf(k.perAddr, addr, ReviewsPerAddress, reviewsAddressBurst).Allow() || !k.reviews.Allow() {
+	if !k.limiterOf(k.perAddr, addr, ReviewsPerAddress, reviewsAddressBurst).Allow() || !k.reviews.Allow() {
 		return reviewed{}, apierrors.NewTooManyRequests(fmt.Sprintf("more than %d new tokens a second from one address, or %d in all, to review: ask again", ReviewsPerAddress, ReviewsPerSecond), 1)
 	}
 	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{launcherv1.KubeletLeaseAudience}}}
@@ -184,7 +185,9 @@ func callerAddress(r *http.Request) string {
 }
 
 // limiterOf is key's limiter in c (made with rate and burst, kept for reviewMemory).
-func limiterOf(c *cache.LRUExpireCache, key string, perSecond float64, burst int) *rate.Limiter {
+func (k *KubeletLease) limiterOf(c *cache.LRUExpireCache, key string, perSecond float64, burst int) *rate.Limiter {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if l, ok := c.Get(key); ok {
 		return l.(*rate.Limiter)
 	}

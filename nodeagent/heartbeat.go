@@ -111,38 +111,36 @@ func (h *Heartbeat) Check(_ *http.Request) error {
 // heartbeatv1.ConfirmValidity said it cannot reach the control plane either, or while the last
 // renewal listed no peer (and wrote so on the lease: virt-controller then fails nothing over).
 func (h *Heartbeat) Vouching() bool {
-	now := h.Clock.Now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case !h.renewed.IsZero() && now.Sub(h.renewed) <= heartbeatv1.VouchLimit:
-		return true
-	case !h.confirmed.IsZero() && now.Sub(h.confirmed) <= heartbeatv1.ConfirmValidity &&
-		!h.renewed.IsZero() && now.Sub(h.renewed) <= heartbeatv1.MaxLapse:
-		return true
-	}
-	return h.listed && len(h.peers) == 0
+	vouching, _ := h.Vouch()
+	return vouching
 }
 
-// VouchedUntil is when Vouching, as things stand, ends (on Clock); zero: no end is known (the agent
-// vouches alone, with no peer to fail its node over to) or it does not vouch now.
-func (h *Heartbeat) VouchedUntil() time.Time {
+// Vouch is Vouching and, read at the same instant, when it ends as things stand (on Clock); a zero
+// end: none is known (the agent vouches alone, with no peer to fail its node over to).
+func (h *Heartbeat) Vouch() (bool, time.Time) {
 	now := h.Clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var until time.Time
-	if !h.renewed.IsZero() {
-		until = h.renewed.Add(heartbeatv1.VouchLimit)
+	if h.renewed.IsZero() {
+		return h.listed && len(h.peers) == 0, time.Time{}
 	}
-	if !h.confirmed.IsZero() && !h.renewed.IsZero() && now.Sub(h.renewed) <= heartbeatv1.MaxLapse {
-		if c := h.confirmed.Add(heartbeatv1.ConfirmValidity); c.After(until) {
+	until := h.renewed.Add(heartbeatv1.VouchLimit)
+	if !h.confirmed.IsZero() && now.Sub(h.renewed) <= heartbeatv1.MaxLapse {
+		c := h.confirmed.Add(heartbeatv1.ConfirmValidity)
+		if last := h.renewed.Add(heartbeatv1.MaxLapse); c.After(last) {
+			c = last
+		}
+		if c.After(until) {
 			until = c
 		}
 	}
-	if h.listed && len(h.peers) == 0 || !until.After(now) {
-		return time.Time{}
+	switch {
+	case h.listed && len(h.peers) == 0:
+		return true, time.Time{}
+	case now.After(until):
+		return false, time.Time{}
 	}
-	return until
+	return true, until
 }
 
 // renew renews the lease (renewLease), then lists the peers when a list is due (at the start and

@@ -27,16 +27,20 @@ func TestHeartbeatFreshness(t *testing.T) {
 	peer := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: heartbeatv1.LeaseName("n2")}}
 	h := &Heartbeat{Client: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(peer).Build(), Namespace: "podvirt", NodeName: "n1", Holder: "agent", Interval: heartbeatv1.RenewInterval, Clock: clk}
 	assert.False(t, h.Vouching(), "fresh before the first renewal")
-	assert.Zero(t, h.VouchedUntil())
+	_, until := h.Vouch()
+	assert.Zero(t, until)
 	renewed := clk.Now()
 	require.NoError(t, h.renew(context.Background()))
 	assert.True(t, h.Vouching())
-	assert.Equal(t, renewed.Add(heartbeatv1.VouchLimit), h.VouchedUntil(), "what launchers clamp a request's hearing to")
+	vouching, until := h.Vouch()
+	assert.True(t, vouching)
+	assert.Equal(t, renewed.Add(heartbeatv1.VouchLimit), until, "what launchers clamp a request's hearing to")
 	clk.SetTime(clk.Now().Add(heartbeatv1.VouchLimit))
 	assert.True(t, h.Vouching(), "fresh at the limit")
 	clk.SetTime(clk.Now().Add(time.Second))
 	assert.False(t, h.Vouching(), "fresh past the limit")
-	assert.Zero(t, h.VouchedUntil())
+	_, until = h.Vouch()
+	assert.Zero(t, until)
 	// The order the fencing relies on: vouching stops, the launcher's limit passes, and only then
 	// does the controllers' default threshold (2×LeaseDuration) fail the instance.
 	assert.Greater(t, heartbeatv1.MinThreshold, heartbeatv1.VouchLimit+launcherv1.AgentSilenceLimit)

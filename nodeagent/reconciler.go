@@ -116,12 +116,11 @@ type Reconciler struct {
 	QemuCapabilities *QemuCapabilities
 	// Migrations serves the migration sockets of guests leaving this node; nil refuses to send any.
 	Migrations *Migrations
-	// Vouching reports whether the agent may talk to launchers (its heartbeat is fresh, see
-	// heartbeat.VouchLimit); always when nil.
-	Vouching func() bool
-	// VouchedUntil is the boot time until which the agent vouches, sent with every request to a
-	// launcher (launcherv1.HeaderVouchedUntil); 0: no end known. Nil: not sent.
-	VouchedUntil func() time.Duration
+	// Vouch reports whether the agent may talk to launchers (its heartbeat is fresh, see
+	// heartbeat.VouchLimit), and the boot time until which it vouches, sent with every request to a
+	// launcher (launcherv1.HeaderVouchedUntil; 0: no end known, none sent); always, unbounded, when
+	// nil.
+	Vouch func() (bool, time.Duration)
 	// NodeCheck goes with every sync: where a launcher asks for its node's kubelet lease while the
 	// agent is away (launcherv1.NodeCheck); none when nil or it returns nil.
 	NodeCheck func() *launcherv1.NodeCheck
@@ -193,12 +192,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !r.owns(vmi) {
 		return ctrl.Result{}, nil
 	}
-	if r.Vouching != nil && !r.Vouching() {
-		// Cut off from the control plane: stay silent, so that the launcher fences its guest.
-		return ctrl.Result{RequeueAfter: r.PollInterval}, nil
-	}
-	if r.VouchedUntil != nil {
-		if until := r.VouchedUntil(); until > 0 {
+	if r.Vouch != nil {
+		vouching, until := r.Vouch()
+		if !vouching { // cut off from the control plane: stay silent, so that the launcher fences its guest
+			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+		}
+		if until > 0 {
 			ctx = launcherclient.WithVouchedUntil(ctx, until)
 		}
 	}

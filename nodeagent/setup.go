@@ -138,6 +138,19 @@ type Agent struct {
 	Subresources     *SubresourceServer
 }
 
+// vouch is the heartbeat's vouching with its end as a boot time, when the heartbeat's clock tells
+// boot times (launchers clamp to it; with another clock no end is sent).
+func (a *Agent) vouch(clk clock.PassiveClock) func() (bool, time.Duration) {
+	_, boot := clk.(boottime.Clock)
+	return func() (bool, time.Duration) {
+		vouching, until := a.Heartbeat.Vouch()
+		if !boot || until.IsZero() {
+			return vouching, 0
+		}
+		return vouching, boottime.Of(until)
+	}
+}
+
 // Setup adds the reconciler, the heartbeat and (with SubresourceAddr) the subresource server to mgr,
 // whose cache must be set up with CacheOptions and its client with ClientOptions.
 func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
@@ -170,15 +183,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.Heartbeat.Client = hb
-	a.Reconciler.Vouching = a.Heartbeat.Vouching
-	if _, boot := heartbeatClock.(boottime.Clock); boot { // launchers clamp to the heartbeat's boot times
-		a.Reconciler.VouchedUntil = func() time.Duration {
-			if t := a.Heartbeat.VouchedUntil(); !t.IsZero() {
-				return boottime.Of(t)
-			}
-			return 0
-		}
-	}
+	a.Reconciler.Vouch = a.vouch(heartbeatClock)
 	// The proxies log through slog (their package needs no controller-runtime); the bridge sends it
 	// to the manager's logger, so the agent writes every line in one format.
 	a.Reconciler.Migrations = &Migrations{PeerTLS: cfg.PeerTLS, Log: slog.New(logr.ToSlogHandler(mgr.GetLogger().WithName("migration-proxy")))}
@@ -224,7 +229,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	if cfg.SubresourceAddr != "" || cfg.SubresourceListener != nil {
 		a.Subresources = &SubresourceServer{
 			Addr: cfg.SubresourceAddr, Listener: cfg.SubresourceListener, Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: cfg.NodeName, Dial: cfg.Dial, Triggers: triggers,
-			TLSConfig: cfg.SubresourceTLS, APICaller: cfg.APICaller, Vouching: a.Heartbeat.Vouching,
+			TLSConfig: cfg.SubresourceTLS, APICaller: cfg.APICaller, Vouch: a.Reconciler.Vouch,
 			AnswerPeer: a.Heartbeat.AnswerPeer,
 		}
 		if err := mgr.Add(a.Subresources); err != nil {

@@ -57,10 +57,11 @@ type SubresourceServer struct {
 	APICaller string
 	// Consoles shares each guest's serial console among its viewers.
 	Consoles console.Hub
-	// Vouching reports whether the agent still vouches for its launchers (Reconciler.Vouching): a
-	// pause or unpause asks the launcher for its status, which would vouch for the guest of an
-	// agent cut off from the control plane; such calls answer 503 instead. Nil: always.
-	Vouching func() bool
+	// Vouch reports whether the agent still vouches for its launchers, and until when
+	// (Reconciler.Vouch): a pause or unpause asks the launcher for its status, which would vouch for
+	// the guest of an agent cut off from the control plane; such calls answer 503 instead, and the
+	// others carry the vouch's end. Nil: always, unbounded.
+	Vouch func() (bool, time.Duration)
 	// AnswerPeer answers another node's agent asking whether this one is cut off from the control
 	// plane too (Heartbeat.AnswerPeer); nil: agentv1.PathPeerContact is not served.
 	AnswerPeer func() agentv1.PeerContact
@@ -169,9 +170,15 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state 
 		writeError(w, code, msg)
 		return
 	}
-	if s.Vouching != nil && !s.Vouching() {
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the node agent on %s has lost the control plane: its guests are not driven until it is back", s.NodeName))
-		return
+	if s.Vouch != nil {
+		vouching, until := s.Vouch()
+		if !vouching {
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the node agent on %s has lost the control plane: its guests are not driven until it is back", s.NodeName))
+			return
+		}
+		if until > 0 {
+			ctx = launcherclient.WithVouchedUntil(ctx, until)
+		}
 	}
 	l := s.Dial(pod)
 	st, err := l.Status(ctx)

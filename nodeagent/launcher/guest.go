@@ -85,6 +85,9 @@ type guest struct {
 	lastHeard atomic.Int64
 	// kubelet tells whether the node's kubelet is alive while the agent is silent.
 	kubelet *kubeletCheck
+	// syncing counts the agent's syncs being served: the agent is not silent meanwhile (a sync may
+	// outlast the vouch it was sent with, and the agent polls the instance again only after it).
+	syncing atomic.Int32
 
 	// Owned by the loop.
 	dom         *libvirt.Domain
@@ -123,8 +126,11 @@ func newGuest(cfg *Config, hv *hypervisor) *guest {
 	return g
 }
 
-// agentSilent is how long the node agent has been silent.
+// agentSilent is how long the node agent has been silent (0 while one of its syncs is served).
 func (g *guest) agentSilent() time.Duration {
+	if g.syncing.Load() > 0 {
+		return 0
+	}
 	return boottime.Now() - time.Duration(g.lastHeard.Load())
 }
 
@@ -240,6 +246,10 @@ func (g *guest) heard(next http.Handler) http.Handler {
 		if vouches {
 			g.hear(until)
 		}
+		if vouches && r.URL.Path == launcherv1.PathSync {
+			g.syncing.Add(1)
+			defer g.syncing.Add(-1)
+		}
 		next.ServeHTTP(w, r)
 		if vouches && r.Context().Err() == nil { // the agent still waits for the answer (it gave up: no vouching)
 			if r.URL.Path == launcherv1.PathSync {
@@ -293,7 +303,7 @@ func (g *guest) fenceIfAlone() {
 		return
 	}
 	now := boottime.Now()
-	silent := now - time.Duration(g.lastHeard.Load())
+	silent := g.agentSilent()
 	if !g.kubelet.fenceDue(silent) {
 		return
 	}

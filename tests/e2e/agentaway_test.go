@@ -64,7 +64,7 @@ func TestGuestsOutliveTheirAgent(t *testing.T) {
 	}
 	t.Logf("node agent of %s away for %s; guest sampled %d times, unanswered %d", far, time.Since(gone).Round(time.Second), samples, unanswered)
 	expectFailoverBlockedByKubelet(t, f, far)
-	letAgentBack(t, f, far)
+	letAgentBack(f.Context(), t, f, far)
 
 	up, err := guestUptime(f.Context(), vmi)
 	switch {
@@ -94,19 +94,22 @@ func TestGuestsOutliveTheirAgent(t *testing.T) {
 // if the test has not let the agent back.
 func keepAgentOff(t *testing.T, f *framework.Framework, node string) {
 	t.Helper()
-	ds := agentDaemonSet(t, f)
+	ctx := f.Context()
+	ds := agentDaemonSet(ctx, t, f)
 	orig := ds.DeepCopy()
 	ds.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{node}}},
 		}}},
 	}}
-	if err := f.Client.Patch(f.Context(), ds, client.MergeFrom(orig)); err != nil {
+	if err := f.Client.Patch(ctx, ds, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("keep the node agent off %s: %v", node, err)
 	}
-	t.Cleanup(func() {
-		if agentDaemonSet(t, f).Spec.Template.Spec.Affinity != nil {
-			letAgentBack(t, f, node)
+	t.Cleanup(func() { // the test's context is over by now
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if agentDaemonSet(ctx, t, f).Spec.Template.Spec.Affinity != nil {
+			letAgentBack(ctx, t, f, node)
 		}
 	})
 	f.Eventually("no node agent Pod on "+node, 2*time.Minute, func(ctx context.Context) (bool, error) {
@@ -115,25 +118,30 @@ func keepAgentOff(t *testing.T, f *framework.Framework, node string) {
 	})
 }
 
-// letAgentBack removes the affinity and waits for a Ready agent on node.
-func letAgentBack(t *testing.T, f *framework.Framework, node string) {
+// letAgentBack removes the affinity and waits (within ctx) for a Ready agent on node.
+func letAgentBack(ctx context.Context, t *testing.T, f *framework.Framework, node string) {
 	t.Helper()
-	ds := agentDaemonSet(t, f)
+	ds := agentDaemonSet(ctx, t, f)
 	orig := ds.DeepCopy()
 	ds.Spec.Template.Spec.Affinity = nil
-	if err := f.Client.Patch(f.Context(), ds, client.MergeFrom(orig)); err != nil {
+	if err := f.Client.Patch(ctx, ds, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("let the node agent back on %s: %v", node, err)
 	}
-	f.Eventually("a Ready node agent on "+node, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		_, ready, err := agentPodsOn(ctx, f, node)
-		return ready, err
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var ready bool
+		_, ready, last = agentPodsOn(ctx, f, node)
+		return ready, nil
 	})
+	if err != nil {
+		t.Fatalf("no Ready node agent on %s: %v (%v)", node, err, last)
+	}
 }
 
-func agentDaemonSet(t *testing.T, f *framework.Framework) *appsv1.DaemonSet {
+func agentDaemonSet(ctx context.Context, t *testing.T, f *framework.Framework) *appsv1.DaemonSet {
 	t.Helper()
 	ds := &appsv1.DaemonSet{}
-	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: heartbeatv1.Namespace, Name: "virt-handler"}, ds); err != nil {
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: heartbeatv1.Namespace, Name: "virt-handler"}, ds); err != nil {
 		t.Fatalf("the node agent's DaemonSet: %v", err)
 	}
 	return ds
