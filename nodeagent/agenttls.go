@@ -11,6 +11,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -40,13 +42,15 @@ type AgentTLS struct {
 	// Refresh is how often the CA is read again and the certificate checked.
 	Refresh time.Duration
 	Clock   clock.Clock
-	// VirtAPIURL is where launchers ask for their node's kubelet lease (NodeCheck).
-	VirtAPIURL string
+	// VirtAPIService is virt-api's Service (in Secret's namespace): launchers ask its cluster IP for
+	// their node's kubelet lease (NodeCheck).
+	VirtAPIService string
 
 	mu        sync.RWMutex
 	cert      *tls.Certificate
 	roots     *x509.CertPool
 	virtAPICA []byte
+	virtAPI   string // https://CLUSTER-IP:PORT
 }
 
 // NodeCheck is what launchers need to ask virt-api for their node's kubelet lease while the agent
@@ -54,10 +58,10 @@ type AgentTLS struct {
 func (a *AgentTLS) NodeCheck() *launcherv1.NodeCheck {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	if len(a.virtAPICA) == 0 || a.VirtAPIURL == "" {
+	if len(a.virtAPICA) == 0 || a.virtAPI == "" {
 		return nil
 	}
-	return &launcherv1.NodeCheck{URL: a.VirtAPIURL, CA: a.virtAPICA}
+	return &launcherv1.NodeCheck{URL: a.virtAPI, CA: a.virtAPICA, ServerName: agentv1.VirtAPIServerName(a.Secret.Namespace)}
 }
 
 // requestTimeout bounds one certificate request (virt-api signs within a second when it runs).
@@ -91,6 +95,9 @@ func (a *AgentTLS) Start(ctx context.Context) error {
 			failures++
 		} else {
 			failures = 0
+			if a.VirtAPIService != "" && a.NodeCheck() == nil { // virt-api's CA or Service not there yet: launchers need them
+				wait = retryWait(0)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -111,9 +118,13 @@ func (a *AgentTLS) refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("secret %s: %w", a.Secret, err)
 	}
+	virtAPI := a.virtAPIAddress(ctx)
 	a.mu.Lock()
 	a.roots = roots
 	a.virtAPICA = sec.Data[agentv1.VirtAPICAKey] // launchers check it (x509) when they use it
+	if virtAPI != "" {
+		a.virtAPI = virtAPI
+	}
 	cert := a.cert
 	a.mu.Unlock()
 	if cert != nil && !a.due(cert.Leaf, roots) {
@@ -128,6 +139,24 @@ func (a *AgentTLS) refresh(ctx context.Context) error {
 	a.mu.Unlock()
 	log.FromContext(ctx).Info("Node agent certificate issued", "identity", next.Leaf.Subject.CommonName, "notAfter", next.Leaf.NotAfter)
 	return nil
+}
+
+// virtAPIAddress is https://CLUSTER-IP:PORT of virt-api's Service; "" when it cannot be read now
+// (logged: the last one known stays).
+func (a *AgentTLS) virtAPIAddress(ctx context.Context) string {
+	if a.VirtAPIService == "" {
+		return ""
+	}
+	svc := &corev1.Service{}
+	if err := a.Reader.Get(ctx, types.NamespacedName{Namespace: a.Secret.Namespace, Name: a.VirtAPIService}, svc); err != nil {
+		log.FromContext(ctx).Error(err, "virt-api's Service: launchers keep the address they were given")
+		return ""
+	}
+	ip := svc.Spec.ClusterIP
+	if ip == "" || ip == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
+		return ""
+	}
+	return "https://" + net.JoinHostPort(ip, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
 }
 
 // due reports whether leaf should be replaced: two thirds of its life are over, or it does not

@@ -147,7 +147,7 @@ func run(args []string) error {
 	}
 	agentTLS := &nodeagent.AgentTLS{
 		Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: o.namespace, Name: o.tlsSecret},
-		CSRs: kube, NodeName: o.nodeName, Refresh: time.Minute, VirtAPIURL: agentv1.VirtAPIURL(o.namespace),
+		CSRs: kube, NodeName: o.nodeName, Refresh: time.Minute, VirtAPIService: agentv1.VirtAPIService,
 	}
 	if err := mgr.Add(agentTLS); err != nil {
 		return fmt.Errorf("add subresource TLS: %w", err)

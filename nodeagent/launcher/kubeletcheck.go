@@ -72,7 +72,7 @@ func (k *kubeletCheck) configure(nc *launcherv1.NodeCheck) error {
 	client := &http.Client{
 		Timeout: launcherv1.KubeletCheckTimeout,
 		Transport: &http.Transport{
-			TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, ServerName: nc.ServerName},
 			Proxy:               nil, // never through a proxy the Pod's environment names
 			TLSHandshakeTimeout: launcherv1.KubeletCheckTimeout,
 			MaxIdleConns:        1,
@@ -84,6 +84,9 @@ func (k *kubeletCheck) configure(nc *launcherv1.NodeCheck) error {
 	defer k.mu.Unlock()
 	if k.client != nil {
 		k.client.CloseIdleConnections()
+	}
+	if d := nc.Digest(); d != k.digest {
+		k.log.Info("The kubelet check asks virt-api while the node agent is silent", "url", nc.URL, "serverName", nc.ServerName, "digest", d)
 	}
 	k.url, k.digest, k.client = u.JoinPath(launcherv1.KubeletLeasePath).String(), nc.Digest(), client
 	return nil
@@ -143,8 +146,12 @@ func (k *kubeletCheck) run(ctx context.Context) {
 		if k.limit > 0 && k.fenceDue(k.silent()) {
 			k.overdue.Store(true)
 		}
+		before := k.seen.Alive
 		k.seen = k.seen.Observe(renewal, start)
 		k.alive.Store(int64(k.seen.Alive))
+		if before == 0 && k.seen.Alive != 0 {
+			k.log.Info("The node agent is silent but the node's kubelet renews its lease: the guest keeps running", "agentSilentFor", k.silent().Round(time.Second).String())
+		}
 	}
 }
 

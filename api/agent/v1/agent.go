@@ -91,11 +91,16 @@ func Roots(data map[string][]byte) (*x509.CertPool, error) {
 const CertSecret = "virt-handler-certs"
 
 // VirtAPICAKey holds the CA virt-api's serving certificate chains to, which launchers need to ask
-// virt-api for their node's kubelet lease (launcherv1.NodeCheck); VirtAPIURL is where they ask.
+// virt-api for their node's kubelet lease (launcherv1.NodeCheck).
 const VirtAPICAKey = "virt-api-ca.crt"
 
-// VirtAPIURL is virt-api's Service in namespace, as launchers reach it.
-func VirtAPIURL(namespace string) string { return "https://virt-api." + namespace + ".svc:443" }
+// VirtAPIService is virt-api's Service (in Podvirt's namespace): launchers reach it at its cluster
+// IP (clusters without cluster DNS, Pods with a DNS config of their own) and check its certificate
+// for VirtAPIServerName.
+const VirtAPIService = "virt-api"
+
+// VirtAPIServerName is the name virt-api's serving certificate is for, in namespace.
+func VirtAPIServerName(namespace string) string { return VirtAPIService + "." + namespace + ".svc" }
 
 // Event reasons of a migration, on the instance.
 const (

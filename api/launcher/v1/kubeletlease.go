@@ -60,12 +60,15 @@ type KubeletLeaseResponse struct {
 type NodeCheck struct {
 	URL string `json:"url"`
 	CA  []byte `json:"ca"`
+	// ServerName is the name the server's certificate must be for (URL's host when empty: a URL
+	// may name an IP address).
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // Digest identifies a NodeCheck (Status.NodeCheck): the agent sends its own again when the launcher
 // reports another (virt-api's CA rotated).
 func (n NodeCheck) Digest() string {
-	sum := sha256.Sum256(append([]byte(n.URL+"\x00"), n.CA...))
+	sum := sha256.Sum256(append([]byte(n.URL+"\x00"+n.ServerName+"\x00"), n.CA...))
 	return hex.EncodeToString(sum[:8])
 }
 
