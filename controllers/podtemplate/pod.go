@@ -459,14 +459,16 @@ func configDiskSource(v *virtv1.Volume) corev1.VolumeSource {
 	}}}
 }
 
-// serviceAccount is the ServiceAccount a serviceAccount volume names (the launcher Pod runs as it).
+// serviceAccount is the ServiceAccount a serviceAccount volume names (the launcher Pod runs as it),
+// else the namespace's default one, named: a Pod's projected token (kubeletTokenVolume) must name
+// its ServiceAccount, which the ServiceAccount admission plugin does only where it runs.
 func serviceAccount(vmi *virtv1.VirtualMachineInstance) string {
 	for _, v := range vmi.Spec.Volumes {
 		if v.ServiceAccount != nil {
 			return v.ServiceAccount.ServiceAccountName
 		}
 	}
-	return ""
+	return "default"
 }
 
 // pullSecrets are the Secrets the containerDisk and kernelBoot images name, each once.
