@@ -1,13 +1,17 @@
 // Package lifetime tells the launcher Pod's helper containers (the guest's console log, the disk
 // copies) when the launcher has ended, from the launcher Pod's private directory alone: its exit
-// file appears, or its command socket, once seen answering, stops answering (a launcher killed
-// without a chance to write the exit file). Pure Go; it never links libvirt.
+// file appears, or its command socket, once seen answering, has no listener at two dials in a row
+// (a launcher killed without a chance to write the exit file; a dial that times out says nothing:
+// the helper may be starved of CPU on a loaded node). Pure Go; it never links libvirt.
 package lifetime
 
 import (
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
@@ -22,7 +26,13 @@ type Tracker struct {
 	exitPath, sockPath string
 	looks              int
 	seen               bool
+	// gone counts the dials in a row that found no listener (refused, or no socket file).
+	gone int
 }
+
+// goneDials is how many dials in a row must find no listener before the launcher counts as ended:
+// one dial can fail on a loaded node for other reasons.
+const goneDials = 2
 
 // New is a Tracker of the launcher whose private directory is privateDir.
 func New(privateDir string) *Tracker {
@@ -38,24 +48,38 @@ func (t *Tracker) Ended() bool {
 	if (t.looks-1)%socketEvery != 0 {
 		return false
 	}
-	alive := answers(t.sockPath)
-	ended := t.seen && !alive
-	t.seen = t.seen || alive
-	return ended
+	switch dial(t.sockPath) {
+	case listening:
+		t.seen, t.gone = true, 0
+	case noListener:
+		t.gone++
+	}
+	return t.seen && t.gone >= goneDials
 }
 
 // Seen reports whether the launcher was ever seen answering, looking once more now if not.
 func (t *Tracker) Seen() bool {
-	t.seen = t.seen || answers(t.sockPath)
+	t.seen = t.seen || dial(t.sockPath) == listening
 	return t.seen
 }
 
-// answers reports whether something accepts connections on the unix socket path.
-func answers(path string) bool {
-	c, err := net.DialTimeout("unix", path, 200*time.Millisecond)
-	if err != nil {
-		return false
+type dialResult int
+
+const (
+	listening  dialResult = iota
+	noListener            // refused, or no socket file: the launcher's listener is gone
+	unknown               // a timeout, a full backlog…: says nothing (a helper starved of CPU on a loaded node)
+)
+
+// dial tries to connect to the unix socket path.
+func dial(path string) dialResult {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	switch {
+	case err == nil:
+		_ = c.Close()
+		return listening
+	case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fs.ErrNotExist):
+		return noListener
 	}
-	_ = c.Close()
-	return true
+	return unknown
 }
