@@ -158,11 +158,7 @@ func (r *Reconciler) stale(ctx context.Context, lease *coordinationv1.Lease) (bo
 		}
 	}
 	if !heartbeatv1.Stale(seen, since, now, r.Threshold) {
-		from := seen
-		if since.After(from) {
-			from = since
-		}
-		return false, from.Add(r.Threshold).Sub(now) + time.Second, nil
+		return false, heartbeatv1.JudgedFrom(seen, since).Add(r.Threshold).Sub(now) + time.Second, nil
 	}
 	if r.APIReader == nil {
 		return true, 0, nil
@@ -209,13 +205,9 @@ func (r *Reconciler) kubeletAlive(ctx context.Context, agentLease *coordinationv
 	if heartbeatv1.Stale(seen, since, now, r.Threshold) {
 		return false, 0, nil
 	}
-	from := seen
-	if since.After(from) {
-		from = since
-	}
 	r.Recorder.Eventf(agentLease, nil, corev1.EventTypeWarning, ReasonFailoverBlocked, "Wait",
 		"The node agent's heartbeat is stale, but the kubelet of node %s still renews its lease: the agent is away, not the node, and its guests keep running", node)
-	return true, from.Add(r.Threshold).Sub(now) + time.Second, nil
+	return true, heartbeatv1.JudgedFrom(seen, since).Add(r.Threshold).Sub(now) + time.Second, nil
 }
 
 // ReasonFailoverBlocked is the Event reason (on the stale lease) while a stale node's instances

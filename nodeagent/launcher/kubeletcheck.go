@@ -205,7 +205,9 @@ func (k *kubeletCheck) ask(ctx context.Context) (string, error) {
 	return out.Renewal, nil
 }
 
-// readBounded reads at most limit bytes of a regular file (a token the kubelet wrote).
+// readBounded reads at most limit bytes of a regular file (a token the kubelet wrote into the
+// container's read-only projected volume). Not launcherclient.ReadBeneath: the kubelet's token is a
+// symlink into its ..data directory, which that privileged reader's no-link rule refuses.
 func readBounded(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -66,9 +66,13 @@ func Renewal(lease *coordinationv1.Lease) string {
 // clock skew between node and observer changes nothing, and after a control-plane outage or an
 // observer's restart every node gets a full threshold to renew again.
 func Stale(seen, contactSince, now time.Time, threshold time.Duration) bool {
-	from := seen
-	if contactSince.After(from) {
-		from = contactSince
+	return now.Sub(JudgedFrom(seen, contactSince)) > threshold
+}
+
+// JudgedFrom is when Stale starts counting: the later of seen and contactSince.
+func JudgedFrom(seen, contactSince time.Time) time.Time {
+	if contactSince.After(seen) {
+		return contactSince
 	}
-	return now.Sub(from) > threshold
+	return seen
 }
