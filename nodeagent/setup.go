@@ -141,13 +141,13 @@ type Agent struct {
 // vouch is the heartbeat's vouching with its end as a boot time, when the heartbeat's clock tells
 // boot times (launchers clamp to it; with another clock no end is sent).
 func (a *Agent) vouch(clk clock.PassiveClock) func() (bool, time.Duration) {
-	_, boot := clk.(boottime.Clock)
+	boot, ok := clk.(boottime.Clock)
 	return func() (bool, time.Duration) {
 		vouching, until := a.Heartbeat.Vouch()
-		if !boot || until.IsZero() {
+		if !ok || until.IsZero() {
 			return vouching, 0
 		}
-		return vouching, boottime.Of(until)
+		return vouching, boot.Of(until)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,6 +25,7 @@ import (
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	heartbeatv1 "github.com/podvirt/podvirt/api/heartbeat/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	"github.com/podvirt/podvirt/internal/boottime"
 	"github.com/podvirt/podvirt/internal/metricsauth"
 	"github.com/podvirt/podvirt/internal/scheme"
 	"github.com/podvirt/podvirt/nodeagent"
@@ -54,6 +56,8 @@ type options struct {
 	hostDiskBudget               string
 	hostDiskImages               int
 	budget                       nodeagent.HostDiskBudget
+	clockSkews                   string
+	skew                         time.Duration
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
@@ -80,6 +84,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.IntVar(&o.hostDiskImages, "host-disk-namespace-images", nodeagent.DefaultHostDiskBudget.Images, "how many hostDisk images one namespace may have on this node")
 	fs.StringVar(&o.qemuCapsDir, "qemu-capabilities-dir", "", "where a container beside the agent leaves libvirt's cache of qemu's capabilities, probed on this node with the launcher image (virt-launcher probe-capabilities), for emulated guests' launchers; empty: launchers probe qemu themselves")
 	o.zap.BindFlags(fs)
+	fs.StringVar(&o.clockSkews, "fault-clock-skew", "", "fault injection for tests (make chaos): NODE=DURATION,… — the agent of NODE writes every time (its heartbeat's renewTime, instance status) off by DURATION, e.g. vm-2=90s, as a node whose clock is wrong would")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -103,7 +108,32 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 		return nil, fmt.Errorf("--host-disk-namespace-budget: %q is not a positive quantity", o.hostDiskBudget)
 	}
 	o.budget = nodeagent.HostDiskBudget{Bytes: q.Value(), Images: o.hostDiskImages}
+	if o.skew, err = skewOf(o.clockSkews, o.nodeName); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// maxClockSkew bounds --fault-clock-skew: a day either way.
+const maxClockSkew = 24 * time.Hour
+
+// skewOf is the skew that list (NODE=DURATION,…) gives node; 0 when it names another node only.
+func skewOf(list, node string) (time.Duration, error) {
+	if list == "" {
+		return 0, nil
+	}
+	var skew time.Duration
+	for _, item := range strings.Split(list, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(item), "=")
+		d, err := time.ParseDuration(value)
+		if !ok || name == "" || err != nil || d < -maxClockSkew || d > maxClockSkew {
+			return 0, fmt.Errorf("--fault-clock-skew: %q is not NODE=DURATION with a duration within ±%s", item, maxClockSkew)
+		}
+		if name == node {
+			skew = d
+		}
+	}
+	return skew, nil
 }
 
 func run(args []string) error {
@@ -124,6 +154,10 @@ func run(args []string) error {
 		HeartbeatInterval: heartbeatv1.RenewInterval, SubresourceAddr: o.listen,
 	}
 	cfg.QemuCapabilitiesDir, cfg.HostDiskBudget = o.qemuCapsDir, o.budget
+	if o.skew != 0 {
+		log.Info("Clock skewed for fault injection (--fault-clock-skew)", "skew", o.skew.String())
+		cfg.Clock = boottime.Clock{Skew: o.skew}
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

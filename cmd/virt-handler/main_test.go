@@ -2,8 +2,10 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,4 +72,17 @@ func TestKVMAdvertisedOnlyWhenUsable(t *testing.T) {
 	assert.Contains(t, names(accel.Result{KVMUsable: true}), launcherv1.KVMResource)
 	assert.Contains(t, names(accel.Result{}), launcherv1.TunResource)
 	assert.Contains(t, names(accel.Result{}), launcherv1.VhostNetResource)
+}
+
+func TestFaultClockSkewIsPerNode(t *testing.T) {
+	o, err := parse(t, "--node-name=vm-2", "--fault-clock-skew=vm-1=-90s, vm-2=90s")
+	require.NoError(t, err)
+	assert.Equal(t, 90*time.Second, o.skew)
+	o, err = parse(t, "--node-name=vm-3", "--fault-clock-skew=vm-1=-90s")
+	require.NoError(t, err)
+	assert.Zero(t, o.skew)
+	for _, bad := range []string{"vm-1", "=5s", "vm-1=soon", "vm-1=25h"} {
+		_, err = parse(t, "--node-name=vm-1", "--fault-clock-skew="+bad)
+		require.ErrorContains(t, err, fmt.Sprintf("--fault-clock-skew: %q is not NODE=DURATION", bad))
+	}
 }

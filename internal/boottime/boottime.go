@@ -30,13 +30,18 @@ var (
 // time the process started at: close to the wall clock, but never stepped, and suspended time
 // counts. Its times carry no monotonic reading, so differences between them are boot-time
 // differences.
-type Clock struct{}
+type Clock struct {
+	// Skew is added to every time the clock tells, as a node whose wall clock is off by that
+	// much would tell it (fault injection: make chaos skews one agent's clock this way, since the
+	// machine's own clock is shared by every node of the local cluster).
+	Skew time.Duration
+}
 
-// Now is the process's start time (wall) plus the boot time since.
-func (Clock) Now() time.Time { return started.Round(0).Add(Now() - startedBoot) }
+// Now is the process's start time (wall) plus the boot time since, plus Skew.
+func (c Clock) Now() time.Time { return started.Round(0).Add(c.Skew + Now() - startedBoot) }
 
 // Since is the boot time since t (a time of this clock).
 func (c Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// Of is the boot time of t, a time of Clock (the inverse of Clock.Now).
-func Of(t time.Time) time.Duration { return t.Sub(started.Round(0)) + startedBoot }
+// Of is the boot time of t, a time of c (the inverse of c.Now).
+func (c Clock) Of(t time.Time) time.Duration { return t.Sub(started.Round(0)) - c.Skew + startedBoot }

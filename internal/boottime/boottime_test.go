@@ -19,3 +19,15 @@ func TestClockFollowsBootTime(t *testing.T) {
 	assert.GreaterOrEqual(t, Clock{}.Since(c0), time.Duration(0))
 	assert.Equal(t, c0, c0.Round(0), "no monotonic reading: differences are boot-time differences")
 }
+
+func TestSkewedClockTellsBootTimesUnskewed(t *testing.T) {
+	skewed := Clock{Skew: -90 * time.Second}
+	before, now, after := time.Now(), skewed.Now(), time.Now()
+	assert.False(t, now.Before(before.Add(-90*time.Second-time.Second)) || now.After(after.Add(-90*time.Second+time.Second)), "behind the wall clock by the skew")
+	for _, c := range []Clock{skewed, {}} {
+		b0 := Now()
+		of := c.Of(c.Now())
+		b1 := Now()
+		assert.True(t, b0 <= of && of <= b1, "Of undoes Now (and the skew): %s not within [%s, %s]", of, b0, b1)
+	}
+}

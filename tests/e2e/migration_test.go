@@ -88,7 +88,7 @@ func TestLiveMigration(t *testing.T) {
 		return err == nil && src.Status.Phase == corev1.PodSucceeded, fmt.Errorf("source pod: %v, phase %s", err, src.Status.Phase)
 	})
 	qemus := 0
-	for _, p := range processesWith([]byte("guest=" + f.Namespace + "_mover")) {
+	for _, p := range processesWith([]byte(qemuMarker(f.Namespace, "mover"))) {
 		if bytes.Contains(p, []byte("qemu-system")) {
 			qemus++
 		}

@@ -326,7 +326,7 @@ type guestCounter struct {
 
 func countGuests(t *testing.T, ns, name string) *guestCounter {
 	g := &guestCounter{quit: make(chan struct{}), done: make(chan struct{})}
-	marker := []byte("guest=" + ns + "_" + name)
+	marker := []byte(qemuMarker(ns, name))
 	go func() {
 		defer close(g.done)
 		tick := time.NewTicker(100 * time.Millisecond)

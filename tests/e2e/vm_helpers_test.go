@@ -189,10 +189,15 @@ func agentCall(f *framework.Framework, vmi *virtv1.VirtualMachineInstance, verb 
 	}
 }
 
+// qemuMarker is what the command line of vm's qemu holds: libvirt names its domain
+// NAMESPACE_NAME (-name guest=NAMESPACE_NAME,debug-threads=on); the comma keeps vm-1 from
+// matching vm-10.
+func qemuMarker(ns, vm string) string { return "guest=" + ns + "_" + vm + "," }
+
 // killQemu kills the guest's qemu process on this node (the local cluster runs here), as a crash would.
 func killQemu(t *testing.T, vmi *virtv1.VirtualMachineInstance) {
 	t.Helper()
-	marker := "guest=" + vmi.Namespace + "_" + vmi.Name
+	marker := qemuMarker(vmi.Namespace, vmi.Name)
 	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range pids {
 		raw, err := os.ReadFile(p)
