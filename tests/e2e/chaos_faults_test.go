@@ -28,39 +28,43 @@ import (
 type chaosFault struct {
 	name string
 	run  func(c *chaosRun)
+	// moves: the fault fails the second node's VMs over to the first; once the cluster has
+	// converged they are restarted back (chaosRun.rebalance), so that later faults of that node
+	// find guests there.
+	moves bool
 }
 
 // instantFaults are over as soon as they are injected; the chaos run fills its window with them.
 func instantFaults() []chaosFault {
 	return []chaosFault{
-		{"kill the virt-controller leader", killControllerLeader},
-		{"kill a virt-api replica", killVirtAPIReplica},
-		{"kill a qemu", killSomeQemu},
-		{"delete a launcher Pod", deleteSomeLauncher},
-		{"kill the second node's agent", killAgent},
+		{name: "kill the virt-controller leader", run: killControllerLeader},
+		{name: "kill a virt-api replica", run: killVirtAPIReplica},
+		{name: "kill a qemu", run: killSomeQemu},
+		{name: "delete a launcher Pod", run: deleteSomeLauncher},
+		{name: "kill the second node's agent", run: killAgent},
 	}
 }
 
 // shortFaults are the faults of the short variant (make test), besides the instant ones.
 func shortFaults() []chaosFault {
 	return []chaosFault{
-		{"kube-apiserver away 30s", apiserverAway(30 * time.Second)},
-		{"second node's clock +90s, first's -90s", skewClocks(90*time.Second, time.Minute)},
+		{name: "kube-apiserver away 30s", run: apiserverAway(30 * time.Second)},
+		{name: "second node's clock +90s, first's -90s", run: skewClocks(90*time.Second, time.Minute)},
 	}
 }
 
 // fullFaults are the faults of make chaos, besides the instant ones.
 func fullFaults() []chaosFault {
 	return []chaosFault{
-		{"kube-apiserver away 30s", apiserverAway(30 * time.Second)},
-		{"kube-apiserver away 2m", apiserverAway(2 * time.Minute)},
-		{"kube-apiserver away 5m", apiserverAway(5 * time.Minute)},
-		{"second node's agent away 10m", agentAwayFor(10 * time.Minute)},
-		{"second node's clock +90s, first's -90s", skewClocks(90*time.Second, 2*time.Minute)},
-		{"second node's clock -90s, first's +90s", skewClocks(-90*time.Second, 2*time.Minute)},
-		{"second node cut off 3m", cutOff(3 * time.Minute)},
-		{"second node stopped (kubelet, agent, qemus)", stopSecondNode},
-		{"launcher Pod force-deleted, its kubelet stopped", forceDeleteWhileKubeletStopped},
+		{name: "kube-apiserver away 30s", run: apiserverAway(30 * time.Second)},
+		{name: "kube-apiserver away 2m", run: apiserverAway(2 * time.Minute)},
+		{name: "kube-apiserver away 5m", run: apiserverAway(5 * time.Minute)},
+		{name: "second node's agent away 10m", run: agentAwayFor(10 * time.Minute)},
+		{name: "second node's clock +90s, first's -90s", run: skewClocks(90*time.Second, 2*time.Minute)},
+		{name: "second node's clock -90s, first's +90s", run: skewClocks(-90*time.Second, 2*time.Minute)},
+		{name: "second node cut off 3m", run: cutOff(3 * time.Minute), moves: true},
+		{name: "second node stopped (kubelet, agent, qemus)", run: stopSecondNode, moves: true},
+		{name: "launcher Pod force-deleted, its kubelet stopped", run: forceDeleteWhileKubeletStopped, moves: true},
 	}
 }
 

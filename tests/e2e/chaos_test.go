@@ -71,6 +71,7 @@ type chaosVM struct {
 	name     string
 	strategy virtv1.VirtualMachineRunStrategy
 	records  bool
+	prefers  string // the node its instances prefer
 }
 
 // allowance lets a fault stop the guests of a VM that run when it begins (their qemu PIDs).
@@ -136,7 +137,7 @@ func TestChaos(t *testing.T) {
 func (c *chaosRun) createVMs(n int) {
 	strategies := []virtv1.VirtualMachineRunStrategy{virtv1.RunStrategyAlways, virtv1.RunStrategyRerunOnFailure, virtv1.RunStrategyManual}
 	for i := range n {
-		vm := chaosVM{name: fmt.Sprintf("%s-%d", strings.ToLower(string(strategies[i%3])), i), strategy: strategies[i%3], records: i%2 == 1}
+		vm := chaosVM{name: fmt.Sprintf("%s-%d", strings.ToLower(string(strategies[i%3])), i), strategy: strategies[i%3], records: i%2 == 1, prefers: []string{c.host, c.far}[i/2%2]}
 		c.vms = append(c.vms, vm)
 		userData := ""
 		if vm.records {
@@ -150,7 +151,10 @@ func (c *chaosRun) createVMs(n int) {
 			})
 		}
 		spec := demoVM(c.f.Namespace, vm.name, vm.strategy, 30, userData)
-		spec.Spec.Template.Spec.Affinity = preferNode([]string{c.host, c.far}[i/2%2])
+		spec.Spec.Template.Spec.Affinity = preferNode(vm.prefers)
+		// The demo guest idles: 20m of CPU (not the default 100m) lets one node of this 2-core
+		// machine hold every VM when the other is lost.
+		spec.Spec.Template.Spec.Domain.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("20m")
 		if vm.records {
 			s := &spec.Spec.Template.Spec
 			s.Domain.Devices.Disks = append(s.Domain.Devices.Disks, virtv1.Disk{Name: "data", Serial: "data", Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}})
@@ -173,13 +177,22 @@ func (c *chaosRun) createVMs(n int) {
 	}
 }
 
-// inject runs one fault and waits until the cluster converges after it.
+// inject runs one fault and waits until the cluster converges after it; after a fault that moved
+// VMs off the second node, it restarts them back and waits again.
 func (c *chaosRun) inject(fault chaosFault, at time.Duration) {
 	c.t.Logf("%6s  %s", at.Round(time.Second), fault.name)
+	c.measure(fault.name, at, fault.run)
+	if fault.moves && !c.t.Failed() {
+		c.measure("VMs restarted back onto the second node", at, func(c *chaosRun) { c.rebalance() })
+	}
+}
+
+// measure runs act, waits until the cluster converges, and records the outcome as name's.
+func (c *chaosRun) measure(name string, at time.Duration, act func(*chaosRun)) {
 	c.noteRecords(c.ctx)
 	from := len(c.allowed)
-	fault.run(c)
-	r := c.settle(fault.name)
+	act(c)
+	r := c.settle(name)
 	r.at = at
 	ended := c.sampler.results().ended
 	for _, a := range c.allowed[from:] {
@@ -199,9 +212,40 @@ func (c *chaosRun) mayStop(vms ...string) {
 	}
 }
 
+// rebalance restarts the running VMs that prefer the second node but run on the first (after a
+// fault failed them over), so the next fault of that node finds guests there, and waits until
+// their guests have stopped (their new instances are awaited by settle).
+func (c *chaosRun) rebalance() {
+	onFirst := c.runningOn(c.host)
+	var moved []string
+	for _, vm := range c.vms {
+		if vm.prefers != c.far || !slices.Contains(onFirst, vm.name) {
+			continue
+		}
+		c.mayStop(vm.name)
+		err := c.f.Clientset.Discovery().RESTClient().Put().
+			AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", c.f.Namespace, "virtualmachines", vm.name, "restart").
+			Body([]byte("{}")).Do(c.ctx).Error()
+		if err != nil {
+			c.t.Errorf("restart %s: %v", vm.name, err)
+			continue
+		}
+		moved = append(moved, vm.name)
+	}
+	for _, vm := range moved {
+		c.waitEnded(vm)
+	}
+	c.t.Logf("restarted %d VMs that prefer %s: %v", len(moved), c.far, moved)
+}
+
 // waitEnded waits until a guest of vm is seen gone since the fault began.
 func (c *chaosRun) waitEnded(vm string) {
-	from := c.allowed[len(c.allowed)-1].from
+	var from time.Time
+	for _, a := range c.allowed {
+		if a.vm == vm {
+			from = a.from
+		}
+	}
 	c.f.Eventually("the guest of "+vm+" gone", 2*time.Minute, func(context.Context) (bool, error) {
 		for _, e := range c.sampler.results().ended {
 			if e.vm == vm && !e.at.Before(from) {
