@@ -374,11 +374,46 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, err
 		req.QemuCapabilities = r.QemuCapabilities.Files()
 	}
 	ctrl.LoggerFrom(ctx).Info("Syncing the instance to its launcher", "pod", s.pod.Name, "emulation", s.obs.accel.Emulate)
+	stop := r.keepVouching(ctx, s.pod)
 	st, err := s.launcher.Sync(ctx, req)
+	stop()
 	if err != nil {
 		return st, fmt.Errorf("sync: %w", err)
 	}
 	return st, nil
+}
+
+// minPollInterval bounds how often keepVouching asks (a Reconciler built without a PollInterval).
+const minPollInterval = 100 * time.Millisecond
+
+// keepVouching asks pod's launcher for its status every poll interval while the agent vouches,
+// each request with its own vouch, until stop is called (which returns once the asking is over).
+// A sync may take longer than the launcher waits for its agent, and its end counts no later than
+// the vouch it was sent with (launcherv1.HeaderVouchedUntil): these requests keep the launcher's
+// guest while the agent is busy syncing and vouches, and only then.
+func (r *Reconciler) keepVouching(ctx context.Context, pod *corev1.Pod) (stop func()) {
+	if r.Vouch == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l := boundedLauncher{Launcher: r.Dial(pod), unresponsive: new(bool)}
+		tick := time.NewTicker(max(r.PollInterval, minPollInterval))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if vouching, until := r.Vouch(); vouching {
+				_, _ = l.Status(launcherclient.WithVouchedUntil(ctx, until)) // what it says is the sync's to tell
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // nodeCheck is what goes into a sync's NodeCheck.

@@ -54,6 +54,8 @@ type node struct {
 	// qemuCapsDir holds testQemuCapabilities, as the probe container leaves them.
 	qemuCapsDir string
 	accel       accel.Decision
+	// holdSyncs: the launchers of guests placed from now on hold their syncs (guest.releaseSyncs).
+	holdSyncs bool
 }
 
 func newNode(t *testing.T, ns string) *node {
@@ -126,6 +128,8 @@ type guest struct {
 	vmi      *virtv1.VirtualMachineInstance
 	pod      *corev1.Pod
 	launcher *launchertest.Launcher
+	// releaseSyncs lets the launcher's held syncs go on (node.holdSyncs).
+	releaseSyncs func()
 }
 
 func vmiSpec() virtv1.VirtualMachineInstanceSpec {
@@ -183,12 +187,17 @@ func (n *node) placeGuest(t *testing.T, ns, name string, phase virtv1.VirtualMac
 	l, err := launchertest.Start(launcherv1.HostPrivateDir(n.kubeletRoot, string(pod.UID)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
+	release := func() {}
+	if n.holdSyncs {
+		release = l.HoldSyncs()
+		t.Cleanup(release)
+	}
 
 	patch := client.MergeFrom(vmi.DeepCopy())
 	vmi.Status.Phase, vmi.Status.NodeName, vmi.Status.LauncherPod = phase, n.name, pod.Name
 	vmi.Status.PhaseTransitionTimestamps = []virtv1.VirtualMachineInstancePhaseTransitionTimestamp{{Phase: phase, PhaseTransitionTimestamp: now}}
 	require.NoError(t, c.Status().Patch(ctx, vmi, patch))
-	return &guest{vmi: vmi, pod: pod, launcher: l}
+	return &guest{vmi: vmi, pod: pod, launcher: l, releaseSyncs: release}
 }
 
 // get reads the instance fresh from the apiserver.

@@ -85,9 +85,6 @@ type guest struct {
 	lastHeard atomic.Int64
 	// kubelet tells whether the node's kubelet is alive while the agent is silent.
 	kubelet *kubeletCheck
-	// syncing counts the agent's syncs being served: the agent is not silent meanwhile (a sync may
-	// outlast the vouch it was sent with, and the agent polls the instance again only after it).
-	syncing atomic.Int32
 
 	// Owned by the loop.
 	dom         *libvirt.Domain
@@ -126,11 +123,8 @@ func newGuest(cfg *Config, hv *hypervisor) *guest {
 	return g
 }
 
-// agentSilent is how long the node agent has been silent (0 while one of its syncs is served).
+// agentSilent is how long the node agent has been silent.
 func (g *guest) agentSilent() time.Duration {
-	if g.syncing.Load() > 0 {
-		return 0
-	}
 	return boottime.Now() - time.Duration(g.lastHeard.Load())
 }
 
@@ -232,7 +226,8 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 }
 
 // heard notes the node agent's own passes — status, sync and shutdown requests, at their start and
-// their end (a sync may take longer than the limit) — for fenceIfAlone. Requests a user sends
+// their end, each no later than the vouch it was sent with — for fenceIfAlone. While a sync is
+// served (it may take longer than the limit) the agent goes on vouching with status requests. Requests a user sends
 // through the agent (pause, port-forward, …) do not count: an agent cut off from the control plane
 // still forwards them, but no longer asks for the status. Only the agent vouches: a request counts
 // only from a peer running as root (SO_PEERCRED, peerContext); every process of the launcher Pod
@@ -246,18 +241,8 @@ func (g *guest) heard(next http.Handler) http.Handler {
 		if vouches {
 			g.hear(until)
 		}
-		if vouches && r.URL.Path == launcherv1.PathSync {
-			g.syncing.Add(1)
-			defer g.syncing.Add(-1)
-		}
 		next.ServeHTTP(w, r)
 		if vouches && r.Context().Err() == nil { // the agent still waits for the answer (it gave up: no vouching)
-			if r.URL.Path == launcherv1.PathSync {
-				// A sync may outlast the vouch it was sent with, and the agent polls the instance
-				// again only after it: its end counts as it comes (a node that froze during a sync
-				// is the one case HeaderVouchedUntil leaves open).
-				until = 0
-			}
 			g.hear(until)
 		}
 	})

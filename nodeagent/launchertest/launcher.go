@@ -34,7 +34,10 @@ type Launcher struct {
 	kills     int
 	reboots   int
 	polls     []time.Time
+	vouched   int
 	stalled   bool
+	held      chan struct{} // while open, syncs wait for it (HoldSyncs)
+	holding   int
 
 	dir       string
 	srv       *http.Server
@@ -182,7 +185,54 @@ func (l *Launcher) ping(w http.ResponseWriter, _ *http.Request) {
 	reply(w, http.StatusOK, map[string]string{"version": launcherv1.Version})
 }
 
+// HoldSyncs makes sync requests wait, as a launcher preparing a slow start would, until release is
+// called (or their callers give up).
+func (l *Launcher) HoldSyncs() (release func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	held := make(chan struct{})
+	l.held = held
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			l.held = nil
+			l.mu.Unlock()
+			close(held)
+		})
+	}
+}
+
+// SyncsHeld is how many sync requests HoldSyncs holds now.
+func (l *Launcher) SyncsHeld() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holding
+}
+
+// VouchedPolls is how many status requests carried launcherv1.HeaderVouchedUntil.
+func (l *Launcher) VouchedPolls() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.vouched
+}
+
 func (l *Launcher) sync(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	held := l.held
+	if held != nil {
+		l.holding++
+	}
+	l.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-r.Context().Done():
+		}
+		l.mu.Lock()
+		l.holding--
+		l.mu.Unlock()
+	}
 	var req launcherv1.SyncRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		replyError(w, http.StatusBadRequest, "decode sync request: "+err.Error())
@@ -287,6 +337,9 @@ func (l *Launcher) getStatus(w http.ResponseWriter, r *http.Request) {
 	stalled := l.stalled
 	if !stalled {
 		l.polls = append(l.polls, time.Now())
+		if r.Header.Get(launcherv1.HeaderVouchedUntil) != "" {
+			l.vouched++
+		}
 	}
 	l.mu.Unlock()
 	if stalled {

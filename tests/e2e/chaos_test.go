@@ -93,7 +93,7 @@ type faultResult struct {
 // while guests of every run strategy run, some appending numbered records to their claims. After
 // each fault the cluster must converge: every VM as its run strategy says, one qemu per running VM.
 // Throughout, no guest stops that the fault should not stop, no VM ever runs twice (qemus sampled
-// every 100 ms), and at the end no Pod or migration is orphaned and no synced record is lost.
+// every 100 ms), and at the end no launcher Pod is orphaned and no synced record is lost.
 func TestChaos(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)

@@ -160,10 +160,11 @@ const (
 )
 
 // HeaderVouchedUntil, on the agent's status, sync and shutdown requests, is the CLOCK_BOOTTIME
-// (nanoseconds, decimal) until which the agent vouches; the launcher counts the request as heard no
-// later than that (a sync's end excepted: a sync may outlast the vouch it was sent with). A status
-// request sent before a node froze and served after it thawed then does not restart the fence
-// timer at the thaw. Absent: the request counts when it is served.
+// (nanoseconds, decimal) until which the agent vouches; the launcher counts the request, at its
+// start and at its end, as heard no later than that. A request sent before a node froze and served
+// after it thawed then does not restart the fence timer at the thaw. A sync may outlast the vouch
+// it was sent with: while one is served the agent sends status requests of its own every poll
+// interval, each with its vouch. Absent: the request counts when it is served.
 const HeaderVouchedUntil = "Podvirt-Vouched-Until"
 
 // AgentSilenceLimit is how long a launcher whose guest runs waits without a status, sync or shutdown
