@@ -373,10 +373,17 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, err
 	if s.obs.accel.Emulate {
 		req.QemuCapabilities = r.QemuCapabilities.Files()
 	}
+	if r.Vouch != nil { // the vouch Reconcile began with may be old by now: the sync counts no later than it
+		vouching, until := r.Vouch()
+		if !vouching {
+			return launcherv1.Status{}, errors.New("sync: the agent no longer vouches (cut off from the control plane)")
+		}
+		ctx = launcherclient.WithVouchedUntil(ctx, until)
+	}
 	ctrl.LoggerFrom(ctx).Info("Syncing the instance to its launcher", "pod", s.pod.Name, "emulation", s.obs.accel.Emulate)
 	stop := r.keepVouching(ctx, s.pod)
+	defer stop()
 	st, err := s.launcher.Sync(ctx, req)
-	stop()
 	if err != nil {
 		return st, fmt.Errorf("sync: %w", err)
 	}

@@ -85,6 +85,8 @@ type guest struct {
 	lastHeard atomic.Int64
 	// kubelet tells whether the node's kubelet is alive while the agent is silent.
 	kubelet *kubeletCheck
+	// started: a guest was started here (or arrived by migration), so the agent's silence counts.
+	started atomic.Bool
 
 	// Owned by the loop.
 	dom         *libvirt.Domain
@@ -226,8 +228,8 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 }
 
 // heard notes the node agent's own passes — status, sync and shutdown requests, at their start and
-// their end, each no later than the vouch it was sent with — for fenceIfAlone. While a sync is
-// served (it may take longer than the limit) the agent goes on vouching with status requests. Requests a user sends
+// their end, each no later than the vouch it was sent with — for fenceIfAlone (while a sync is
+// served, which may take longer than the limit, the agent vouches with status requests). Requests a user sends
 // through the agent (pause, port-forward, …) do not count: an agent cut off from the control plane
 // still forwards them, but no longer asks for the status. Only the agent vouches: a request counts
 // only from a peer running as root (SO_PEERCRED, peerContext); every process of the launcher Pod
@@ -249,8 +251,13 @@ func (g *guest) heard(next http.Handler) http.Handler {
 }
 
 // hear notes the agent heard now, but no later than until (0: no bound), and never earlier than
-// already noted.
+// already noted. A guest whose fence fell due before this request — its loop busy with a sync, or
+// a node that thawed and whose agent got its word in before the loop's next poll — stays due: a
+// late request does not lift it (the kubelet check's overdue latch).
 func (g *guest) hear(until time.Duration) {
+	if g.started.Load() {
+		g.kubelet.latchIfDue(g.agentSilent())
+	}
 	at := boottime.Now()
 	if until > 0 && until < at {
 		at = until

@@ -109,6 +109,13 @@ func (k *kubeletCheck) fenceDue(silent time.Duration) bool {
 	return launcherv1.Fence(k.limit, silent, sinceKubelet, known)
 }
 
+// latchIfDue latches the fence (overdue) when it is due for the agent's silence now.
+func (k *kubeletCheck) latchIfDue(silent time.Duration) {
+	if k.limit > 0 && k.fenceDue(silent) {
+		k.overdue.Store(true)
+	}
+}
+
 // aliveSince is how long ago the kubelet was last known alive, and whether it ever was.
 func (k *kubeletCheck) aliveSince(now time.Duration) (time.Duration, bool) {
 	a := k.alive.Load()

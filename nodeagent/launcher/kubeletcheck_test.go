@@ -134,3 +134,32 @@ func TestHeardNoLaterThanVouched(t *testing.T) {
 	call(true, past)
 	assert.Equal(t, int64(past), g.lastHeard.Load(), "the end of a sync, clamped to its vouch")
 }
+
+// A request from the agent heard once its guest's fence fell due — the loop busy with a sync, or a
+// thawed node's agent quicker than the loop's next poll — does not lift the fence; before a guest
+// was started, or with the kubelet known alive, nothing is latched.
+func TestALateRequestDoesNotLiftADueFence(t *testing.T) {
+	const limit = 40 * time.Second
+	for name, tc := range map[string]struct {
+		started, kubeletAlive, latched bool
+	}{
+		"guest running, kubelet unknown":   {started: true, latched: true},
+		"no guest yet":                     {},
+		"guest running, kubelet seen just": {started: true, kubeletAlive: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := newGuest(&Config{Log: slog.New(slog.DiscardHandler), FenceAfter: limit}, nil)
+			h := g.heard(http.NotFoundHandler())
+			g.started.Store(tc.started)
+			g.lastHeard.Store(int64(boottime.Now() - 2*limit))
+			if tc.kubeletAlive {
+				g.kubelet.alive.Store(int64(boottime.Now()))
+			}
+			r := httptest.NewRequest(http.MethodGet, launcherv1.PathStatus, nil)
+			r = r.WithContext(context.WithValue(r.Context(), peerUIDKey{}, uint32(0)))
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			assert.Less(t, g.agentSilent(), time.Second, "heard")
+			assert.Equal(t, tc.latched, g.kubelet.fenceDue(g.agentSilent()), "the fence still due")
+		})
+	}
+}

@@ -79,6 +79,7 @@ func (g *guest) adopt() {
 		g.cfg.Log.Error("Setting up the arrived guest", "err", err)
 	}
 	g.hv, g.dom, g.vmi, g.emulation, g.incoming = g.target.hv, dom, in.vmi, in.emulation, nil
+	g.started.Store(true)
 	// The daemon is the guest's now: nobody else may connect to it (the launcher's connection stays).
 	if err := os.Remove(filepath.Join(g.cfg.PrivateDir, launcherv1.MigrationDir, launcherv1.MigrationLibvirtSocket)); err != nil {
 		g.cfg.Log.Error("Removing the migration's libvirt socket", "err", err)

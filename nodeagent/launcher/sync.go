@@ -59,6 +59,7 @@ func (g *guest) sync(ctx context.Context, req launcherv1.SyncRequest) error {
 		return err
 	}
 	g.dom, g.vmi, g.emulation = dom, vmi, req.Emulation
+	g.started.Store(true)
 	g.cfg.Log.Info("Guest started", "domain", plan.Domain.Name, "emulation", req.Emulation,
 		"prepare", t1.Sub(t0).Round(time.Millisecond).String(), "start", time.Since(t1).Round(time.Millisecond).String(),
 		"create", t2.Sub(t1).Round(time.Millisecond).String(), "memory", g.memMessage)

@@ -401,7 +401,8 @@ func (c *Client) CancelMigration(ctx context.Context) error {
 type vouchedUntilKey struct{}
 
 // WithVouchedUntil makes every request made with ctx say that the agent vouches until until (a
-// CLOCK_BOOTTIME reading; launcherv1.HeaderVouchedUntil).
+// CLOCK_BOOTTIME reading; launcherv1.HeaderVouchedUntil); 0 says nothing (no bound), also over a
+// value ctx held.
 func WithVouchedUntil(ctx context.Context, until time.Duration) context.Context {
 	return context.WithValue(ctx, vouchedUntilKey{}, until)
 }
@@ -474,7 +475,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, timeo
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if until, ok := ctx.Value(vouchedUntilKey{}).(time.Duration); ok {
+	if until, ok := ctx.Value(vouchedUntilKey{}).(time.Duration); ok && until > 0 {
 		req.Header.Set(launcherv1.HeaderVouchedUntil, strconv.FormatInt(int64(until), 10))
 	}
 	resp, err := c.http.Do(req)

@@ -34,7 +34,7 @@ type Launcher struct {
 	kills     int
 	reboots   int
 	polls     []time.Time
-	vouched   int
+	vouches   []string // each status request's launcherv1.HeaderVouchedUntil ("" when absent)
 	stalled   bool
 	held      chan struct{} // while open, syncs wait for it (HoldSyncs)
 	holding   int
@@ -210,11 +210,12 @@ func (l *Launcher) SyncsHeld() int {
 	return l.holding
 }
 
-// VouchedPolls is how many status requests carried launcherv1.HeaderVouchedUntil.
-func (l *Launcher) VouchedPolls() int {
+// Vouches are the launcherv1.HeaderVouchedUntil of each status request answered so far ("" when
+// it had none).
+func (l *Launcher) Vouches() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.vouched
+	return slices.Clone(l.vouches)
 }
 
 func (l *Launcher) sync(w http.ResponseWriter, r *http.Request) {
@@ -337,9 +338,7 @@ func (l *Launcher) getStatus(w http.ResponseWriter, r *http.Request) {
 	stalled := l.stalled
 	if !stalled {
 		l.polls = append(l.polls, time.Now())
-		if r.Header.Get(launcherv1.HeaderVouchedUntil) != "" {
-			l.vouched++
-		}
+		l.vouches = append(l.vouches, r.Header.Get(launcherv1.HeaderVouchedUntil))
 	}
 	l.mu.Unlock()
 	if stalled {
