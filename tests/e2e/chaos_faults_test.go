@@ -109,18 +109,28 @@ func killSomeQemu(c *chaosRun) {
 }
 
 func deleteSomeLauncher(c *chaosRun) {
-	vm := c.someRunning("")
-	if vm == "" {
+	vm, pod := c.someLauncher("")
+	if pod == "" {
 		return
+	}
+	c.mayStop(vm)
+	c.deletePod(c.f.Namespace, pod, -1)
+	c.waitEnded(vm)
+}
+
+// someLauncher picks a VM whose guest runs (on node, when given) and names its launcher Pod; ""
+// when none runs.
+func (c *chaosRun) someLauncher(node string) (vm, pod string) {
+	vm = c.someRunning(node)
+	if vm == "" {
+		return "", ""
 	}
 	vmi := &virtv1.VirtualMachineInstance{}
 	if err := c.f.Client.Get(c.ctx, client.ObjectKey{Namespace: c.f.Namespace, Name: vm}, vmi); err != nil {
 		c.t.Errorf("instance %s: %v", vm, err)
-		return
+		return "", ""
 	}
-	c.mayStop(vm)
-	c.deletePod(c.f.Namespace, vmi.Status.LauncherPod, -1)
-	c.waitEnded(vm)
+	return vm, vmi.Status.LauncherPod
 }
 
 func apiserverAway(d time.Duration) func(*chaosRun) {
@@ -189,19 +199,14 @@ func stopSecondNode(c *chaosRun) {
 // forceDeleteWhileKubeletStopped stops the second node's kubelet and force-deletes a launcher Pod
 // there while its guest still runs: the Pod is gone from the API at once, its containers are not.
 func forceDeleteWhileKubeletStopped(c *chaosRun) {
-	vm := c.someRunning(c.far)
-	if vm == "" {
+	vm, pod := c.someLauncher(c.far)
+	if pod == "" {
 		c.t.Logf("no VM runs on %s: nothing to force-delete", c.far)
-		return
-	}
-	vmi := &virtv1.VirtualMachineInstance{}
-	if err := c.f.Client.Get(c.ctx, client.ObjectKey{Namespace: c.f.Namespace, Name: vm}, vmi); err != nil {
-		c.t.Errorf("instance %s: %v", vm, err)
 		return
 	}
 	c.mayStop(vm)
 	podvirtCluster(c.t, "stop-node", c.far)
-	c.deletePod(c.f.Namespace, vmi.Status.LauncherPod, 0)
+	c.deletePod(c.f.Namespace, pod, 0)
 	c.sleep(2 * time.Minute)
 	podvirtCluster(c.t, "up", "--nodes", strconv.Itoa(e2eNodes))
 	restoreNodes(c.t, c.f)
