@@ -70,7 +70,7 @@ func fullFaults() []chaosFault {
 
 func killControllerLeader(c *chaosRun) {
 	lease := &coordinationv1.Lease{}
-	if err := c.f.Client.Get(c.ctx, client.ObjectKey{Namespace: heartbeatv1.Namespace, Name: "virt-controller.kubevirt.io"}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+	if err := c.f.Client.Get(c.f.Context(), client.ObjectKey{Namespace: heartbeatv1.Namespace, Name: "virt-controller.kubevirt.io"}, lease); err != nil || lease.Spec.HolderIdentity == nil {
 		c.t.Errorf("virt-controller's leader lease: %v", err)
 		return
 	}
@@ -126,7 +126,7 @@ func (c *chaosRun) someLauncher(node string) (vm, pod string) {
 		return "", ""
 	}
 	vmi := &virtv1.VirtualMachineInstance{}
-	if err := c.f.Client.Get(c.ctx, client.ObjectKey{Namespace: c.f.Namespace, Name: vm}, vmi); err != nil {
+	if err := c.f.Client.Get(c.f.Context(), client.ObjectKey{Namespace: c.f.Namespace, Name: vm}, vmi); err != nil {
 		c.t.Errorf("instance %s: %v", vm, err)
 		return "", ""
 	}
@@ -145,7 +145,7 @@ func agentAwayFor(d time.Duration) func(*chaosRun) {
 	return func(c *chaosRun) {
 		keepAgentOff(c.t, c.f, c.far)
 		c.sleep(d)
-		letAgentBack(c.ctx, c.t, c.f, c.far)
+		letAgentBack(c.f.Context(), c.t, c.f, c.far)
 	}
 }
 
@@ -153,9 +153,9 @@ func agentAwayFor(d time.Duration) func(*chaosRun) {
 // -skew, holds that, then restarts them with true clocks.
 func skewClocks(skew, hold time.Duration) func(*chaosRun) {
 	return func(c *chaosRun) {
-		c.setAgentArg(c.ctx, "--fault-clock-skew=", fmt.Sprintf("%s=%s,%s=%s", c.far, skew, c.host, -skew))
+		c.setAgentArg(c.f.Context(), "--fault-clock-skew=", fmt.Sprintf("%s=%s,%s=%s", c.far, skew, c.host, -skew))
 		c.sleep(hold)
-		c.setAgentArg(c.ctx, "--fault-clock-skew=", "")
+		c.setAgentArg(c.f.Context(), "--fault-clock-skew=", "")
 	}
 }
 
@@ -181,7 +181,7 @@ func stopSecondNode(c *chaosRun) {
 	c.mayStop(lost...)
 	var uids []string
 	pods := &corev1.PodList{}
-	if err := c.f.Client.List(c.ctx, pods, client.MatchingFields{"spec.nodeName": c.far}); err != nil {
+	if err := c.f.Client.List(c.f.Context(), pods, client.MatchingFields{"spec.nodeName": c.far}); err != nil {
 		c.t.Errorf("Pods on %s: %v", c.far, err)
 		return
 	}
@@ -243,7 +243,7 @@ func (c *chaosRun) deletePod(ns, name string, grace int64) {
 	}
 	pod := &corev1.Pod{}
 	pod.Namespace, pod.Name = ns, name
-	if err := c.f.Client.Delete(c.ctx, pod, opts...); client.IgnoreNotFound(err) != nil {
+	if err := c.f.Client.Delete(c.f.Context(), pod, opts...); client.IgnoreNotFound(err) != nil {
 		c.t.Errorf("delete Pod %s/%s: %v", ns, name, err)
 	}
 }
@@ -251,7 +251,7 @@ func (c *chaosRun) deletePod(ns, name string, grace int64) {
 // podvirtPods lists Podvirt's Pods of one app (on node, when given).
 func (c *chaosRun) podvirtPods(app, node string) []corev1.Pod {
 	pods := &corev1.PodList{}
-	if err := c.f.Client.List(c.ctx, pods, client.InNamespace(heartbeatv1.Namespace), client.MatchingLabels{"app.kubernetes.io/name": app}); err != nil {
+	if err := c.f.Client.List(c.f.Context(), pods, client.InNamespace(heartbeatv1.Namespace), client.MatchingLabels{"app.kubernetes.io/name": app}); err != nil {
 		c.t.Errorf("list %s Pods: %v", app, err)
 		return nil
 	}

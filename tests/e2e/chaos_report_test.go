@@ -178,10 +178,10 @@ func (c *chaosRun) checkRecords() {
 func (c *chaosRun) readRecords(vm string) (recordCheck, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	pv := &corev1.PersistentVolume{}
-	if err := c.f.Client.Get(c.ctx, client.ObjectKey{Namespace: c.f.Namespace, Name: vm}, pvc); err != nil {
+	if err := c.f.Client.Get(c.f.Context(), client.ObjectKey{Namespace: c.f.Namespace, Name: vm}, pvc); err != nil {
 		return recordCheck{}, err
 	}
-	if err := c.f.Client.Get(c.ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil || pv.Spec.HostPath == nil {
+	if err := c.f.Client.Get(c.f.Context(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil || pv.Spec.HostPath == nil {
 		return recordCheck{}, fmt.Errorf("the volume of claim %s: %v (want a hostPath volume of the local cluster)", vm, err)
 	}
 	return checkRecords(filepath.Join(pv.Spec.HostPath.Path, "disk.img"))

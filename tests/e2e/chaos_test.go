@@ -55,7 +55,6 @@ func chaosPlanFromEnv(t *testing.T) chaosPlan {
 type chaosRun struct {
 	t         *testing.T
 	f         *framework.Framework
-	ctx       context.Context
 	rng       *rand.Rand
 	far, host string
 	vms       []chaosVM
@@ -98,7 +97,7 @@ func TestChaos(t *testing.T) {
 	f := framework.New(t)
 	requireVirtAPI(f)
 	plan := chaosPlanFromEnv(t)
-	c := &chaosRun{t: t, f: f, ctx: f.Context(), rng: rand.New(rand.NewPCG(plan.seed, 0)), far: otherNode(t, f), host: f.HostNode(), acked: map[string]map[string]int{}}
+	c := &chaosRun{t: t, f: f, rng: rand.New(rand.NewPCG(plan.seed, 0)), far: otherNode(t, f), host: f.HostNode(), acked: map[string]map[string]int{}}
 	t.Logf("chaos: %d VMs, %s, seed %d (PODVIRT_CHAOS_SEED repeats the order)", plan.vms, plan.window, plan.seed)
 	// Cleanups run last first: the nodes back, then the agents' clocks true again.
 	t.Cleanup(func() {
@@ -189,7 +188,7 @@ func (c *chaosRun) inject(fault chaosFault, at time.Duration) {
 
 // measure runs act, waits until the cluster converges, and records the outcome as name's.
 func (c *chaosRun) measure(name string, at time.Duration, act func(*chaosRun)) {
-	c.noteRecords(c.ctx)
+	c.noteRecords(c.f.Context())
 	from := len(c.allowed)
 	act(c)
 	r := c.settle(name)
@@ -225,7 +224,7 @@ func (c *chaosRun) rebalance() {
 		c.mayStop(vm.name)
 		err := c.f.Clientset.Discovery().RESTClient().Put().
 			AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", c.f.Namespace, "virtualmachines", vm.name, "restart").
-			Body([]byte("{}")).Do(c.ctx).Error()
+			Body([]byte("{}")).Do(c.f.Context()).Error()
 		if err != nil {
 			c.t.Errorf("restart %s: %v", vm.name, err)
 			continue
@@ -260,7 +259,7 @@ func (c *chaosRun) waitEnded(vm string) {
 func (c *chaosRun) sleep(d time.Duration) {
 	select {
 	case <-time.After(d):
-	case <-c.ctx.Done():
+	case <-c.f.Context().Done():
 	}
 }
 
@@ -286,7 +285,7 @@ func (c *chaosRun) someRunning(node string) string {
 // runningOn are the VMs whose instance runs on node, as the API says.
 func (c *chaosRun) runningOn(node string) []string {
 	list := &virtv1.VirtualMachineInstanceList{}
-	if err := c.f.Client.List(c.ctx, list, client.InNamespace(c.f.Namespace)); err != nil {
+	if err := c.f.Client.List(c.f.Context(), list, client.InNamespace(c.f.Namespace)); err != nil {
 		c.t.Errorf("list instances: %v", err)
 		return nil
 	}
