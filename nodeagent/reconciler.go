@@ -192,14 +192,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !r.owns(vmi) {
 		return ctrl.Result{}, nil
 	}
-	if r.Vouch != nil {
-		vouching, until := r.Vouch()
-		if !vouching { // cut off from the control plane: stay silent, so that the launcher fences its guest
-			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
-		}
-		if until > 0 {
-			ctx = launcherclient.WithVouchedUntil(ctx, until)
-		}
+	ctx, vouching := withVouch(ctx, r.Vouch)
+	if !vouching { // cut off from the control plane: stay silent, so that the launcher fences its guest
+		return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 	}
 	pod, err := launcherPodOf(ctx, r.Client, r.NodeName, vmi)
 	if err != nil || pod == nil {
@@ -373,12 +368,10 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, err
 	if s.obs.accel.Emulate {
 		req.QemuCapabilities = r.QemuCapabilities.Files()
 	}
-	if r.Vouch != nil { // the vouch Reconcile began with may be old by now: the sync counts no later than it
-		vouching, until := r.Vouch()
-		if !vouching {
-			return launcherv1.Status{}, errors.New("sync: the agent no longer vouches (cut off from the control plane)")
-		}
-		ctx = launcherclient.WithVouchedUntil(ctx, until)
+	// The vouch Reconcile began with may be old by now: the sync counts no later than its own.
+	ctx, vouching := withVouch(ctx, r.Vouch)
+	if !vouching {
+		return launcherv1.Status{}, errors.New("sync: the agent no longer vouches (cut off from the control plane)")
 	}
 	ctrl.LoggerFrom(ctx).Info("Syncing the instance to its launcher", "pod", s.pod.Name, "emulation", s.obs.accel.Emulate)
 	stop := r.keepVouching(ctx, s.pod)
@@ -388,6 +381,16 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) (launcherv1.Status, err
 		return st, fmt.Errorf("sync: %w", err)
 	}
 	return st, nil
+}
+
+// withVouch is ctx carrying the agent's vouch as it stands now (launcherclient.WithVouchedUntil), and
+// whether the agent vouches; without a vouch function, ctx as it is and always.
+func withVouch(ctx context.Context, vouch func() (bool, time.Duration)) (context.Context, bool) {
+	if vouch == nil {
+		return ctx, true
+	}
+	vouching, until := vouch()
+	return launcherclient.WithVouchedUntil(ctx, until), vouching
 }
 
 // minPollInterval bounds how often keepVouching asks (a Reconciler built without a PollInterval).
@@ -415,8 +418,8 @@ func (r *Reconciler) keepVouching(ctx context.Context, pod *corev1.Pod) (stop fu
 				return
 			case <-tick.C:
 			}
-			if vouching, until := r.Vouch(); vouching {
-				_, _ = l.Status(launcherclient.WithVouchedUntil(ctx, until)) // what it says is the sync's to tell
+			if ctx, vouching := withVouch(ctx, r.Vouch); vouching {
+				_, _ = l.Status(ctx) // what it says is the sync's to tell
 			}
 		}
 	}()

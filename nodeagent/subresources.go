@@ -170,15 +170,10 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state 
 		writeError(w, code, msg)
 		return
 	}
-	if s.Vouch != nil {
-		vouching, until := s.Vouch()
-		if !vouching {
-			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the node agent on %s has lost the control plane: its guests are not driven until it is back", s.NodeName))
-			return
-		}
-		if until > 0 {
-			ctx = launcherclient.WithVouchedUntil(ctx, until)
-		}
+	ctx, vouching := withVouch(ctx, s.Vouch)
+	if !vouching {
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the node agent on %s has lost the control plane: its guests are not driven until it is back", s.NodeName))
+		return
 	}
 	l := s.Dial(pod)
 	st, err := l.Status(ctx)

@@ -150,9 +150,7 @@ func (k *kubeletCheck) run(ctx context.Context) {
 			continue
 		}
 		failing = false
-		if k.limit > 0 && k.fenceDue(k.silent()) {
-			k.overdue.Store(true)
-		}
+		k.latchIfDue(k.silent())
 		before := k.seen.Alive
 		k.seen = k.seen.Observe(renewal, start)
 		k.alive.Store(int64(k.seen.Alive))

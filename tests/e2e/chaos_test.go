@@ -82,8 +82,7 @@ type allowance struct {
 
 type faultResult struct {
 	fault    string
-	at       time.Duration // since the run began
-	stops    int           // guests it was allowed to stop that ended
+	stops    int // guests it was allowed to stop that ended
 	converge time.Duration
 	settled  bool
 }
@@ -180,19 +179,18 @@ func (c *chaosRun) createVMs(n int) {
 // VMs off the second node, it restarts them back and waits again.
 func (c *chaosRun) inject(fault chaosFault, at time.Duration) {
 	c.t.Logf("%6s  %s", at.Round(time.Second), fault.name)
-	c.measure(fault.name, at, fault.run)
+	c.measure(fault.name, fault.run)
 	if fault.moves && !c.t.Failed() {
-		c.measure("VMs restarted back onto the second node", at, func(c *chaosRun) { c.rebalance() })
+		c.measure("VMs restarted back onto the second node", func(c *chaosRun) { c.rebalance() })
 	}
 }
 
 // measure runs act, waits until the cluster converges, and records the outcome as name's.
-func (c *chaosRun) measure(name string, at time.Duration, act func(*chaosRun)) {
+func (c *chaosRun) measure(name string, act func(*chaosRun)) {
 	c.noteRecords(c.f.Context())
 	from := len(c.allowed)
 	act(c)
 	r := c.settle(name)
-	r.at = at
 	ended := c.sampler.results().ended
 	for _, a := range c.allowed[from:] {
 		for _, e := range ended {
