@@ -194,23 +194,30 @@ func agentCall(f *framework.Framework, vmi *virtv1.VirtualMachineInstance, verb 
 // matching vm-10.
 func qemuMarker(ns, vm string) string { return "guest=" + ns + "_" + vm + "," }
 
-// killQemu kills the guest's qemu process on this node (the local cluster runs here), as a crash would.
-func killQemu(t *testing.T, vmi *virtv1.VirtualMachineInstance) {
+// qemuPID is the pid of the instance's qemu on this machine.
+func qemuPID(t *testing.T, vmi *virtv1.VirtualMachineInstance) int {
 	t.Helper()
-	marker := qemuMarker(vmi.Namespace, vmi.Name)
-	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range pids {
+	marker := []byte(qemuMarker(vmi.Namespace, vmi.Name))
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
 		raw, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(raw, []byte("qemu-system")) || !bytes.Contains(raw, []byte(marker)) {
+		if err != nil || !bytes.Contains(raw, []byte("qemu-system")) || !bytes.Contains(raw, marker) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill qemu %d: %v", pid, err)
-		}
-		return
+		return pid
 	}
-	t.Fatalf("no qemu process with %s on this node", marker)
+	t.Fatalf("no qemu process with %s on this machine", marker)
+	return 0
+}
+
+// killQemu kills the guest's qemu process on this node (the local cluster runs here), as a crash would.
+func killQemu(t *testing.T, vmi *virtv1.VirtualMachineInstance) {
+	t.Helper()
+	pid := qemuPID(t, vmi)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill qemu %d: %v", pid, err)
+	}
 }
 
 // demoVM is a VM of the demo kernelBoot guest with the seed's 64M, port 80 declared, and user-data.

@@ -17,8 +17,9 @@ import (
 )
 
 // MaxSerialLog bounds serial0.log in the Pod's private directory: once Follow has copied this much to
-// its output (where the kubelet keeps and rotates it) and nothing more has arrived, it empties the
-// file, which qemu appends to (O_APPEND), so a guest writing without end cannot fill the node's disk.
+// its output (where the kubelet keeps and rotates it) it empties the file (which qemu appends to,
+// O_APPEND) at the first quiet moment, or at once past twice this much, so a guest writing without
+// end cannot fill the node's disk.
 const MaxSerialLog = 1 << 20
 
 // Follow copies privateDir/serial0.log to w as it grows, from its start, until the launcher has ended,
@@ -77,15 +78,15 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 	}
 }
 
-// rotate empties the log once MaxSerialLog of it has been copied and nothing more has arrived since
-// (what the guest writes between the look and the truncation, microseconds, is lost).
+// rotate empties the log when rotateDue says so. What the guest writes between Follow's last read and
+// the truncation (microseconds) is lost: nothing when the guest was quiet, a few bytes of a flood.
 func rotate(f *os.File) error {
 	pos, err := f.Seek(0, io.SeekCurrent)
 	if err != nil || pos < MaxSerialLog {
 		return err
 	}
 	st, err := f.Stat()
-	if err != nil || st.Size() != pos { // more arrived: copy it first
+	if err != nil || !rotateDue(pos, st.Size()) {
 		return err
 	}
 	if err := f.Truncate(0); err != nil {
@@ -93,4 +94,12 @@ func rotate(f *os.File) error {
 	}
 	_, err = f.Seek(0, io.SeekStart)
 	return err
+}
+
+// rotateDue decides whether to empty the log, given how much of it has been copied and its size now:
+// once MaxSerialLog has been copied, at a quiet moment (nothing arrived since the copy, so nothing is
+// lost); and once twice that has been copied without one (a guest that writes without pause), at once,
+// so the log stays under 2 × MaxSerialLog and what arrives in one interval.
+func rotateDue(copied, size int64) bool {
+	return copied >= MaxSerialLog && (size == copied || copied >= 2*MaxSerialLog)
 }
