@@ -34,7 +34,9 @@ DEPLOY_KUSTOMIZATION ?= $(if $(wildcard install/local/kustomization.yaml),instal
 # $(call go-static,PACKAGE,OUTPUT): a static, reproducible build of a main package.
 go-static = mkdir -p $(dir $(2)) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(2) $(1)
 
-IMAGE_TARGETS += image-e2e-probe
+IMAGE_TARGETS += image-e2e-probe image-e2e-backing-disk
+# Test-only images: never pushed.
+E2E_IMAGE_TARGETS := image-e2e-probe image-e2e-backing-disk
 
 .PHONY: cluster-up cluster-down cluster-status cluster-logs cluster-verify-clean
 cluster-up: ## Start the local cluster with NODES nodes (default 1; idempotent, adds nodes to a running one); prints how to use its kubeconfig
@@ -52,7 +54,7 @@ cluster-logs: ## Print a component's log (COMPONENT=kubelet), or the tail of all
 cluster-verify-clean: ## Fail if anything of the local cluster is left on the machine
 	$(PODVIRT_CLUSTER) verify-clean
 
-.PHONY: images-base image-e2e-probe images
+.PHONY: images-base image-e2e-probe image-e2e-backing-disk images
 images-base: image-e2e-probe ## Build the pause and e2e probe images and import them (cluster must be up)
 	$(PODVIRT_CLUSTER) build-pause
 	$(PODVIRT_CLUSTER) sync-images $(IMAGE_CACHE)/pause.tar $(IMAGE_CACHE)/e2e-probe.tar
@@ -61,6 +63,14 @@ image-e2e-probe:
 	$(call go-static,./tests/e2e/probe,$(IMAGE_BUILD)/e2e-probe)
 	$(PODVIRT_IMAGE) build --name docker.io/podvirt/e2e-probe:dev --layer $(IMAGE_BUILD)/e2e-probe=/probe \
 		--entrypoint /probe --arg sleep --out $(IMAGE_CACHE)/e2e-probe.tar
+
+# A containerDisk whose qcow2 names a backing file on the launcher's filesystem: launchers must refuse it.
+image-e2e-backing-disk: launcher-deps
+	mkdir -p $(IMAGE_BUILD)/e2e-backing-disk
+	rm -f $(IMAGE_BUILD)/e2e-backing-disk/disk.qcow2
+	qemu-img create -q -f qcow2 -u -b /etc/passwd -F raw $(IMAGE_BUILD)/e2e-backing-disk/disk.qcow2 1M
+	$(PODVIRT_IMAGE) build --name docker.io/podvirt/e2e-backing-disk:dev \
+		--layer $(IMAGE_BUILD)/e2e-backing-disk/disk.qcow2=/disk/disk.qcow2 --out $(IMAGE_CACHE)/e2e-backing-disk.tar
 
 images: ## Build every image of every area ($(IMAGE_TARGETS))
 	$(HEAVY) $(MAKE) --no-print-directory $(IMAGE_TARGETS)
@@ -126,4 +136,4 @@ chaos: cluster-ensure-up images virtctl ## Faults at random on the two-node clus
 push-check:
 	@test -n "$(REGISTRY)" || { echo "push: set REGISTRY, e.g. make push REGISTRY=registry.example.com/podvirt"; exit 2; }
 push: push-check images ## Push every image to a registry for a real cluster: make push REGISTRY=registry.example.com/podvirt
-	$(PODVIRT_IMAGE) push --registry $(REGISTRY) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(filter-out image-e2e-probe,$(IMAGE_TARGETS)))
+	$(PODVIRT_IMAGE) push --registry $(REGISTRY) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(filter-out $(E2E_IMAGE_TARGETS),$(IMAGE_TARGETS)))
