@@ -147,8 +147,9 @@ func padAll(ss []string, n int) []string {
 }
 
 // matrixCallers sets up the callers: ServiceAccounts bound to admin, edit and view in the test's
-// namespace, one with VM rights only there, one with edit in another namespace, one with no role,
-// the node agent's token bound to its Pod, and an anonymous caller.
+// namespace, one with VM rights only there, one with instance rights only there, one with edit in
+// another namespace, one with no role, the node agent's token bound to its Pod, and an anonymous
+// caller.
 func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 	t.Helper()
 	ctx := f.Context()
@@ -161,6 +162,11 @@ func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"*"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachines/migrate"}, Verbs: []string{"update"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachines/console", "virtualmachines/vnc", "virtualmachines/portforward"}, Verbs: []string{"get"}},
+	}})
+	f.Create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vmi-only"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"*"}},
+		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot"}, Verbs: []string{"update"}},
+		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/portforward"}, Verbs: []string{"get"}},
 	}})
 	sa := func(ns, name, kind, role string) matrixCaller {
 		if err := f.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
@@ -186,6 +192,7 @@ func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 		sa(f.Namespace, "m-edit", "ClusterRole", "edit"),
 		sa(f.Namespace, "m-view", "ClusterRole", "view"),
 		sa(f.Namespace, "m-vmonly", "Role", "vm-only"),
+		sa(f.Namespace, "m-vmionly", "Role", "vmi-only"),
 		sa(other.Name, "m-other", "ClusterRole", "edit"),
 		sa(f.Namespace, "m-nobody", "", ""),
 		{name: "anon"},
