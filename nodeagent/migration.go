@@ -329,6 +329,9 @@ type MigrationTargetReconciler struct {
 	Clock        clock.PassiveClock
 	// NodeCheck goes with the target's preparation (Reconciler.NodeCheck).
 	NodeCheck func() *launcherv1.NodeCheck
+	// Vouch is Reconciler.Vouch: a target launcher, whose guest may have arrived, is asked only
+	// while the agent vouches for it, and each request says until when.
+	Vouch func() (vouching bool, until time.Duration)
 }
 
 // SetupWithManager registers the reconciler for this node's migration target Pods.
@@ -359,6 +362,10 @@ func (r *MigrationTargetReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	vmi, err := receiving(ctx, r.APIReader, pod)
 	if err != nil || vmi == nil {
 		return ctrl.Result{}, err
+	}
+	ctx, vouching := withVouch(ctx, r.Vouch)
+	if !vouching { // cut off: stay silent, so that an arrived guest fences as every other one does
+		return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 	}
 	ms := vmi.Status.MigrationState
 	orig := vmi.DeepCopy()

@@ -202,7 +202,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 		a.MigrationTargets = &MigrationTargetReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(ControllerName), NodeName: cfg.NodeName,
 			Address: address, Dial: cfg.Dial, Accel: cfg.Accel, PollInterval: cfg.PollInterval, Clock: cfg.Clock,
-			NodeCheck: cfg.NodeCheck,
+			NodeCheck: cfg.NodeCheck, Vouch: a.Reconciler.Vouch,
 		}
 		if err := a.MigrationTargets.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("set up migration target controller: %w", err)
