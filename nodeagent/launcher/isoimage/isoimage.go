@@ -29,6 +29,11 @@ type File struct {
 // MaxNameBytes bounds each element of a file's name on an image.
 const MaxNameBytes = 100
 
+// MaxDepth bounds how many elements a file's name has (its directories and itself): ISO 9660 allows
+// eight levels of directories, the root one of them, and the ISO writer does not relocate deeper
+// ones (a deeper image makes go-diskfs's own reader panic; found by FuzzWrite).
+const MaxDepth = 8
+
 // Write writes an image labelled label holding files to path (replacing it). The image is built in a
 // temporary directory next to path.
 func Write(path, label string, files []File) (err error) {
@@ -49,7 +54,11 @@ func Write(path, label string, files []File) (err error) {
 		if !filepath.IsLocal(sf.Name) || strings.ContainsRune(sf.Name, 0) {
 			return fmt.Errorf("file %.100q: not a name inside the image", sf.Name)
 		}
-		for _, elem := range strings.Split(filepath.ToSlash(sf.Name), "/") {
+		elems := strings.Split(filepath.ToSlash(filepath.Clean(sf.Name)), "/")
+		if len(elems) > MaxDepth {
+			return fmt.Errorf("file %.100q: %d levels deep, an ISO disk holds at most %d", sf.Name, len(elems), MaxDepth)
+		}
+		for _, elem := range elems {
 			if len(elem) > MaxNameBytes {
 				// The ISO writer has no continuation for longer Rock Ridge names: they come out
 				// malformed or cut to 8 characters (found by FuzzWrite).

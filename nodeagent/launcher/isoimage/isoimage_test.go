@@ -64,3 +64,17 @@ func TestLongNamesAreRefused(t *testing.T) {
 		t.Errorf("a name of %d bytes: %v, want a refusal naming the limit", MaxNameBytes+1, err)
 	}
 }
+
+// Names deeper than ISO 9660's eight levels make an image go-diskfs cannot read (FuzzWrite found
+// it): refused, naming the limit.
+func TestDeepNamesAreRefused(t *testing.T) {
+	iso := filepath.Join(t.TempDir(), "i.iso")
+	deepest := strings.TrimSuffix(strings.Repeat("d/", MaxDepth), "/")
+	if err := Write(iso, "cfgdata", []File{{Name: deepest, Data: []byte("0")}}); err != nil {
+		t.Errorf("%q: %v", deepest, err)
+	}
+	err := Write(iso, "cfgdata", []File{{Name: deepest + "/f", Data: []byte("0")}})
+	if err == nil || !strings.Contains(err.Error(), "9 levels deep, an ISO disk holds at most 8") {
+		t.Errorf("a name %d levels deep: %v, want a refusal naming the limit", MaxDepth+1, err)
+	}
+}
