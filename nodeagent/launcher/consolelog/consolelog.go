@@ -18,8 +18,9 @@ import (
 
 // MaxSerialLog bounds serial0.log in the Pod's private directory: once Follow has copied this much to
 // its output (where the kubelet keeps and rotates it) it empties the file (which qemu appends to,
-// O_APPEND) at the first quiet moment, or at once past twice this much, so a guest writing without
-// end cannot fill the node's disk.
+// O_APPEND) at the first quiet moment, or at once past twice this much, and it drops what it falls
+// more than twice this much behind (drain), so a guest writing without end cannot fill the node's
+// disk.
 const MaxSerialLog = 1 << 20
 
 // Follow copies privateDir/serial0.log to w as it grows, from its start, until the launcher has ended,
@@ -49,10 +50,7 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 			}
 		}
 		if f != nil {
-			if _, err := io.Copy(w, f); err != nil {
-				return fmt.Errorf("copy serial log: %w", err)
-			}
-			if err := rotate(f); err != nil {
+			if err := drain(f, w); err != nil {
 				return err
 			}
 		}
@@ -66,14 +64,49 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 			// kubelet's grace period bounds this); only a launcher never seen ends it at once.
 			if !launcher.Seen() {
 				if f != nil {
-					if _, err := io.Copy(w, f); err != nil {
-						return fmt.Errorf("copy serial log: %w", err)
-					}
+					return drain(f, w)
 				}
 				return nil
 			}
 			<-tick.C
 		case <-tick.C:
+		}
+	}
+}
+
+// drain copies to w what the guest wrote since the last look, in passes of at most 2 × MaxSerialLog
+// each followed by rotate. When the guest is more than that ahead of the copying (the follower
+// starved of CPU, a slow stdout), it drops what it has not copied, saying so in w, rather than let
+// the log grow: the log stays under 4 × MaxSerialLog and what arrives during one pass.
+func drain(f *os.File, w io.Writer) error {
+	for {
+		pos, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return fmt.Errorf("serial log: %w", err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("serial log: %w", err)
+		}
+		if behind := st.Size() - pos; behind > 2*MaxSerialLog {
+			if err := empty(f); err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "\n[podvirt: %d bytes of the guest's serial output dropped: it wrote faster than its log was copied]\n", behind); err != nil {
+				return fmt.Errorf("copy serial log: %w", err)
+			}
+			continue
+		}
+		pass := max(2*MaxSerialLog-pos, 0)
+		n, err := io.CopyN(w, f, pass)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("copy serial log: %w", err)
+		}
+		if err := rotate(f); err != nil {
+			return err
+		}
+		if n < pass { // at the end of what the guest wrote
+			return nil
 		}
 	}
 }
@@ -89,11 +122,18 @@ func rotate(f *os.File) error {
 	if err != nil || !rotateDue(pos, st.Size()) {
 		return err
 	}
+	return empty(f)
+}
+
+// empty truncates the log (qemu appends, so its next write lands at the start) and reads on from there.
+func empty(f *os.File) error {
 	if err := f.Truncate(0); err != nil {
 		return fmt.Errorf("rotate serial log: %w", err)
 	}
-	_, err = f.Seek(0, io.SeekStart)
-	return err
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("rotate serial log: %w", err)
+	}
+	return nil
 }
 
 // rotateDue decides whether to empty the log, given how much of it has been copied and its size now:
