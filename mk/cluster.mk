@@ -34,9 +34,9 @@ DEPLOY_KUSTOMIZATION ?= $(if $(wildcard install/local/kustomization.yaml),instal
 # $(call go-static,PACKAGE,OUTPUT): a static, reproducible build of a main package.
 go-static = mkdir -p $(dir $(2)) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(2) $(1)
 
-IMAGE_TARGETS += image-e2e-probe image-e2e-backing-disk
-# Test-only images: never pushed.
+# Test-only images: built and imported like the rest, never pushed.
 E2E_IMAGE_TARGETS := image-e2e-probe image-e2e-backing-disk
+IMAGE_TARGETS += $(E2E_IMAGE_TARGETS)
 
 .PHONY: cluster-up cluster-down cluster-status cluster-logs cluster-verify-clean
 cluster-up: ## Start the local cluster with NODES nodes (default 1; idempotent, adds nodes to a running one); prints how to use its kubeconfig
@@ -69,6 +69,7 @@ image-e2e-backing-disk: launcher-deps
 	mkdir -p $(IMAGE_BUILD)/e2e-backing-disk
 	rm -f $(IMAGE_BUILD)/e2e-backing-disk/disk.qcow2
 	qemu-img create -q -f qcow2 -u -b /etc/passwd -F raw $(IMAGE_BUILD)/e2e-backing-disk/disk.qcow2 1M
+	chmod 0644 $(IMAGE_BUILD)/e2e-backing-disk/disk.qcow2
 	$(PODVIRT_IMAGE) build --name docker.io/podvirt/e2e-backing-disk:dev \
 		--layer $(IMAGE_BUILD)/e2e-backing-disk/disk.qcow2=/disk/disk.qcow2 --out $(IMAGE_CACHE)/e2e-backing-disk.tar
 

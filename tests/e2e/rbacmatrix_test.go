@@ -114,6 +114,11 @@ func TestRBACMatrix(t *testing.T) {
 		}
 	}
 	probes := matrixProbes(t, f)
+	for call := range probes {
+		if !slices.ContainsFunc(m.rows, func(r matrixRow) bool { return r.call == call }) {
+			t.Errorf("%s has no row for call %q: every call the test can make is in the matrix", matrixFile, call)
+		}
+	}
 	var rows []string
 	for _, r := range m.rows {
 		probe, ok := probes[r.call]

@@ -36,6 +36,10 @@ const serialLogBound = 2*consolelog.MaxSerialLog + 512<<10
 // compressed, and looks every 10 s.
 const podLogBound = 64 << 20
 
+// podLogSeen is what the container log must have reached for the flood to count as seen: the
+// kubelet rotates it past 10 MiB (containerLogMaxSize).
+const podLogSeen = 8 << 20
+
 // A guest writing without end to its serial port (the console) cannot fill its node's disk: the
 // console log in the launcher's private directory stays within its rotation bound, the container
 // log the kubelet keeps stays within the kubelet's, the node agents and virt-api never restart, and
@@ -81,7 +85,9 @@ func TestASerialFloodCannotFillTheNode(t *testing.T) {
 		if n%20 != 0 {
 			continue
 		}
-		if out, err := guestFlood(f.Context(), vmi); err == nil && strings.HasPrefix(out, "done ") {
+		if out, err := guestFlood(f.Context(), vmi); err == nil && strings.HasPrefix(out, "failed") {
+			t.Fatalf("the guest says: %s", out)
+		} else if err == nil && strings.HasPrefix(out, "done ") {
 			report = out
 			break
 		}
@@ -95,11 +101,24 @@ func TestASerialFloodCannotFillTheNode(t *testing.T) {
 	}
 	t.Logf("the guest writing %d MiB to its serial port (%s); most on the node's disk at once: serial log %.1f MiB (bound %.1f MiB), container log %.1f MiB (bound %.0f MiB)",
 		mib, report, mb(mostSerial), mb(serialLogBound), mb(mostPod), mb(podLogBound))
+	// A path that cannot be read counts 0: the flood must have been seen on both.
+	if mostSerial < consolelog.MaxSerialLog/2 || mostPod < podLogSeen {
+		t.Errorf("the flood was not seen: serial log at most %.1f MiB (want at least %.1f MiB: it is emptied past %.0f MiB), container log at most %.1f MiB (want at least %.0f MiB)",
+			mb(mostSerial), mb(consolelog.MaxSerialLog/2), mb(consolelog.MaxSerialLog), mb(mostPod), mb(podLogSeen))
+	}
 	if mostSerial > serialLogBound {
 		t.Errorf("the serial log took %.1f MiB of the node's disk, more than %.1f MiB", mb(mostSerial), mb(serialLogBound))
 	}
 	if mostPod > podLogBound {
 		t.Errorf("the console-log container's log took %.1f MiB of the node's disk, more than %.0f MiB", mb(mostPod), mb(podLogBound))
+	}
+	if err := f.Client.Get(f.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.RestartCount > 0 { // a restarted console-log container copies the log again from its start
+			t.Errorf("container %s of %s restarted %d times during the flood", cs.Name, pod.Name, cs.RestartCount)
+		}
 	}
 	after := restarts(t, f)
 	for name, n := range after {
@@ -110,8 +129,8 @@ func TestASerialFloodCannotFillTheNode(t *testing.T) {
 }
 
 // floodUserData makes the guest write mib MiB of 128-byte lines to its serial port once it has
-// booted; /cgi-bin/flood answers "writing" until then and "done SECONDS" after it (the guest's own
-// time for the writing).
+// booted; /cgi-bin/flood answers "writing" until then and "done SECONDSs" after it (the guest's own
+// time for the writing), or "failed: …".
 func floodUserData(mib int) string {
 	return fmt.Sprintf(`#!/bin/sh
 echo writing > /run/flood
@@ -119,8 +138,9 @@ printf '#!/bin/sh\necho Content-Type: text/plain\necho\ncat /run/flood\n' > /var
 chmod 755 /var/www/cgi-bin/flood
 (line=x; for i in 1 2 3 4 5 6 7; do line=$line$line; done
  sleep 2; start=$(cut -d. -f1 /proc/uptime)
- yes "$line" | head -c %d > /dev/ttyS0
- echo "done $(( $(cut -d. -f1 /proc/uptime) - start ))s" > /run/flood) </dev/null >/dev/null 2>&1 &
+ if yes "$line" | head -c %d > /dev/ttyS0; then
+   echo "done $(( $(cut -d. -f1 /proc/uptime) - start ))s" > /run/flood
+ else echo "failed: the serial port refused the writing" > /run/flood; fi) </dev/null >/dev/null 2>&1 &
 `, mib<<20)
 }
 
