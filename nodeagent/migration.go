@@ -312,6 +312,10 @@ func receiving(ctx context.Context, reader client.Reader, pod *corev1.Pod) (*vir
 	return vmi, nil
 }
 
+// targetReadTimeout bounds the target's live read of its instance, so that its launcher is asked
+// again within the poll interval and this bound while the apiserver does not answer.
+const targetReadTimeout = 5 * time.Second
+
 // MigrationTargetReconciler prepares the migration target Pods on this node (launcherv1.
 // MigrationJobLabel) to receive their guests, and says in status.migrationState when they are.
 type MigrationTargetReconciler struct {
@@ -359,24 +363,29 @@ func (r *MigrationTargetReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	vmi, err := receiving(ctx, r.APIReader, pod)
-	if err != nil || vmi == nil {
-		return ctrl.Result{}, err
-	}
 	ctx, vouching := withVouch(ctx, r.Vouch)
 	if !vouching { // cut off: stay silent, so that an arrived guest fences as every other one does
 		return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 	}
-	ms := vmi.Status.MigrationState
-	orig := vmi.DeepCopy()
+	// The launcher is asked before the instance is read: the read goes to the apiserver (the cache
+	// holds an instance only once it runs here), and a guest that arrived before the hand-over must
+	// stay heard through a control-plane outage as every other guest does.
 	launcher := r.Dial(pod)
-	st, err := launcher.Status(ctx)
-	if errors.Is(err, launcherclient.ErrUnreachable) {
+	st, stErr := launcher.Status(ctx)
+	readCtx, cancel := context.WithTimeout(ctx, targetReadTimeout)
+	vmi, err := receiving(readCtx, r.APIReader, pod)
+	cancel()
+	if err != nil || vmi == nil {
+		return ctrl.Result{}, err // retried within the poll interval
+	}
+	if errors.Is(stErr, launcherclient.ErrUnreachable) {
 		return ctrl.Result{RequeueAfter: disksRetry}, nil // the launcher is starting
 	}
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("target launcher status: %w", err)
+	if stErr != nil {
+		return ctrl.Result{}, fmt.Errorf("target launcher status: %w", stErr)
 	}
+	ms := vmi.Status.MigrationState
+	orig := vmi.DeepCopy()
 	if st.Migration == nil {
 		if st, err = r.prepare(ctx, vmi, pod, launcher); err != nil {
 			if disksPending(err) {

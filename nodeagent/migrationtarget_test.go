@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ import (
 
 // A migration target's launcher, whose guest may have arrived, is asked like every other launcher:
 // not at all while the agent does not vouch (so that an arrived guest fences when its node is cut
-// off), and otherwise with the vouch of the moment.
+// off), and otherwise with the vouch of the moment, even while its instance cannot be read (a
+// control-plane outage stops no guest).
 func TestMigrationTargetIsAskedOnlyWhileVouching(t *testing.T) {
 	dir := t.TempDir()
 	l, err := launchertest.Start(dir)
@@ -60,5 +62,23 @@ func TestMigrationTargetIsAskedOnlyWhileVouching(t *testing.T) {
 
 	vouching = true
 	_, _ = r.Reconcile(context.Background(), req) // the double cannot prepare a target; the status came first
-	assert.Equal(t, []string{strconv.FormatInt(int64(42*time.Second), 10)}, l.Vouches(), "the target asked with the vouch")
+	vouch := strconv.FormatInt(int64(42*time.Second), 10)
+	assert.Equal(t, []string{vouch}, l.Vouches(), "the target asked with the vouch")
+
+	// The control plane away: the instance cannot be read, and an arrived guest is still asked for.
+	r.APIReader = unreachable{}
+	_, err = r.Reconcile(context.Background(), req)
+	require.Error(t, err)
+	assert.Equal(t, []string{vouch, vouch}, l.Vouches(), "the target asked while its instance could not be read")
+}
+
+// unreachable is an apiserver that does not answer.
+type unreachable struct{}
+
+func (unreachable) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("the apiserver does not answer")
+}
+
+func (unreachable) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("the apiserver does not answer")
 }
