@@ -371,7 +371,7 @@ func (r *MigrationTargetReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	// holds an instance only once it runs here), and a guest that arrived before the hand-over must
 	// stay heard through a control-plane outage as every other guest does.
 	launcher := r.Dial(pod)
-	st, stErr := launcher.Status(ctx)
+	st, stErr := boundedLauncher{Launcher: launcher, unresponsive: new(bool)}.Status(ctx) // within pollTimeout
 	readCtx, cancel := context.WithTimeout(ctx, targetReadTimeout)
 	vmi, err := receiving(readCtx, r.APIReader, pod)
 	cancel()

@@ -26,11 +26,11 @@ import (
 )
 
 // serialLogBound is what the guest's serial log in the launcher's private directory may take on the
-// node's disk at any moment: twice consolelog.MaxSerialLog (the console-log container empties it
-// at once past that) and a MiB for what arrives between two of its looks (250 ms apart, longer on
-// a loaded node: the container requests 5m CPU) at about 0.4 MiB/s, a guest's serial rate under
-// emulation here.
-const serialLogBound = 2*consolelog.MaxSerialLog + 1<<20
+// node's disk at any moment: the console-log container keeps it under 4 × consolelog.MaxSerialLog
+// at each of its looks (about 2 × while it keeps up), and a MiB covers what arrives between two
+// looks (250 ms apart, longer on a loaded node: the container requests 5m CPU) at about 0.4 MiB/s,
+// a guest's serial rate under emulation here.
+const serialLogBound = 4*consolelog.MaxSerialLog + 1<<20
 
 // podLogBound is what the guest-console-log container's log on the node may take: the kubelet
 // keeps at most containerLogMaxFiles (5) files of containerLogMaxSize (10 MiB), older ones

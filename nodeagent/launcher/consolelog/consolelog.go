@@ -74,55 +74,61 @@ func Follow(ctx context.Context, privateDir string, w io.Writer, interval time.D
 	}
 }
 
-// drain copies to w what the guest wrote since the last look, in passes of at most 2 × MaxSerialLog
-// each followed by rotate. When the guest is more than that ahead of the copying (the follower
-// starved of CPU, a slow stdout), it drops what it has not copied, saying so in w, rather than let
-// the log grow: the log stays under 4 × MaxSerialLog and what arrives during one pass.
+// drain copies to w what the guest wrote since the last look, then empties the log when rotateDue
+// says so. More than 2 × MaxSerialLog behind, the copying lost the race with the guest (the follower
+// starved of CPU, a slow stdout): what it has not copied is dropped instead. Every byte dropped is
+// counted in w; only what the guest writes between the last look and a truncation (microseconds)
+// goes uncounted. The log stays under 4 × MaxSerialLog at every look, and under about
+// 2 × MaxSerialLog and one interval's output while the copying keeps up.
 func drain(f *os.File, w io.Writer) error {
-	for {
-		pos, err := f.Seek(0, io.SeekCurrent)
-		if err != nil {
+	pos, size, err := where(f)
+	if err != nil {
+		return err
+	}
+	if size < pos { // emptied by another hand: read it from its start
+		if pos, err = f.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("serial log: %w", err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("serial log: %w", err)
-		}
-		if behind := st.Size() - pos; behind > 2*MaxSerialLog {
-			if err := empty(f); err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(w, "\n[podvirt: %d bytes of the guest's serial output dropped: it wrote faster than its log was copied]\n", behind); err != nil {
-				return fmt.Errorf("copy serial log: %w", err)
-			}
-			continue
-		}
-		pass := max(2*MaxSerialLog-pos, 0)
-		n, err := io.CopyN(w, f, pass)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("copy serial log: %w", err)
-		}
-		if err := rotate(f); err != nil {
-			return err
-		}
-		if n < pass { // at the end of what the guest wrote
-			return nil
 		}
 	}
+	if behind := size - pos; behind > 2*MaxSerialLog {
+		return drop(f, w, behind)
+	}
+	if _, err := io.Copy(w, io.LimitReader(f, size-pos)); err != nil { // what this look found, no more
+		return fmt.Errorf("copy serial log: %w", err)
+	}
+	if pos, size, err = where(f); err != nil {
+		return err
+	}
+	if rotateDue(pos, size) {
+		return drop(f, w, size-pos)
+	}
+	return nil
 }
 
-// rotate empties the log when rotateDue says so. What the guest writes between Follow's last read and
-// the truncation (microseconds) is lost: nothing when the guest was quiet, a few bytes of a flood.
-func rotate(f *os.File) error {
-	pos, err := f.Seek(0, io.SeekCurrent)
-	if err != nil || pos < MaxSerialLog {
-		return err
+// where is the log's read position and size.
+func where(f *os.File) (pos, size int64, err error) {
+	if pos, err = f.Seek(0, io.SeekCurrent); err != nil {
+		return 0, 0, fmt.Errorf("serial log: %w", err)
 	}
 	st, err := f.Stat()
-	if err != nil || !rotateDue(pos, st.Size()) {
+	if err != nil {
+		return 0, 0, fmt.Errorf("serial log: %w", err)
+	}
+	return pos, st.Size(), nil
+}
+
+// drop empties the log, saying in w how many bytes the guest wrote that were not copied.
+func drop(f *os.File, w io.Writer, uncopied int64) error {
+	if err := empty(f); err != nil {
 		return err
 	}
-	return empty(f)
+	if uncopied <= 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "\n[podvirt: %d bytes of the guest's serial output dropped: it wrote faster than its log was copied]\n", uncopied); err != nil {
+		return fmt.Errorf("copy serial log: %w", err)
+	}
+	return nil
 }
 
 // empty truncates the log (qemu appends, so its next write lands at the start) and reads on from there.
@@ -138,8 +144,8 @@ func empty(f *os.File) error {
 
 // rotateDue decides whether to empty the log, given how much of it has been copied and its size now:
 // once MaxSerialLog has been copied, at a quiet moment (nothing arrived since the copy, so nothing is
-// lost); and once twice that has been copied without one (a guest that writes without pause), at once,
-// so the log stays under 2 × MaxSerialLog and what arrives in one interval.
+// lost); and once twice that has been copied without one (a guest that writes without pause), at once
+// (what arrived since the copy is dropped, and counted).
 func rotateDue(copied, size int64) bool {
 	return copied >= MaxSerialLog && (size == copied || copied >= 2*MaxSerialLog)
 }

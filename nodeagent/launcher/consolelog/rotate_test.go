@@ -3,6 +3,7 @@ package consolelog
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,5 +68,72 @@ func TestDrainDropsWhatItFellBehind(t *testing.T) {
 		if st.Size() != 0 {
 			t.Errorf("%s: the log holds %d bytes after the drain, want it emptied", c.name, st.Size())
 		}
+	}
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestDrainCountsEveryByteItDrops: a guest that keeps writing while the copy to stdout is under way
+// (a slow stdout) makes the log outgrow its bound; every byte it wrote is either copied or counted
+// as dropped, and the log never holds more than 4 × MaxSerialLog.
+func TestDrainCountsEveryByteItDrops(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "serial0.log")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), MaxSerialLog+MaxSerialLog/2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guest, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer guest.Close()
+	written := int64(MaxSerialLog + MaxSerialLog/2)
+	var out bytes.Buffer
+	stdout := writerFunc(func(p []byte) (int, error) {
+		if written < 40*MaxSerialLog { // the guest writes three bytes for every two copied
+			k, err := guest.Write(bytes.Repeat([]byte("y"), len(p)*3/2))
+			written += int64(k)
+			if err != nil {
+				return 0, err
+			}
+		}
+		return out.Write(p)
+	})
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 1000 {
+		if err := drain(f, stdout); err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() >= 4*MaxSerialLog {
+			t.Fatalf("the log holds %d bytes, past 4 × MaxSerialLog", st.Size())
+		}
+		if pos, _ := f.Seek(0, io.SeekCurrent); pos == st.Size() && written >= 40*MaxSerialLog {
+			break
+		}
+	}
+	copied, dropped := int64(0), int64(0)
+	for _, line := range strings.SplitAfter(out.String(), "\n") {
+		var n int64
+		if _, err := fmt.Sscanf(line, "[podvirt: %d bytes", &n); err == nil {
+			dropped += n
+			continue
+		}
+		copied += int64(len(strings.TrimRight(line, "\n")))
+	}
+	if copied+dropped != written {
+		t.Fatalf("the guest wrote %d bytes: %d copied and %d counted as dropped (%d unaccounted for)", written, copied, dropped, written-copied-dropped)
+	}
+	if dropped == 0 {
+		t.Fatal("nothing dropped: the guest never outran the copying")
 	}
 }
