@@ -230,8 +230,8 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 // heard notes the node agent's own passes — status, sync and shutdown requests, at their start and
 // their end, each no later than the vouch it was sent with — for fenceIfAlone (while a sync is
 // served, which may take longer than the limit, the agent vouches with status requests). Requests
-// a user sends through the agent (pause, port-forward, …) do not count: an agent cut off from the control plane
-// still forwards them, but no longer asks for the status. Only the agent vouches: a request counts
+// a user sends through the agent (pause, port-forward, …) do not count: an agent cut off from the
+// control plane still forwards them, but no longer asks for the status. Only the agent vouches: a request counts
 // only from a peer running as root (SO_PEERCRED, peerContext); every process of the launcher Pod
 // runs as launcherv1.LauncherUID and cannot keep a guest alive the agent no longer vouches for.
 func (g *guest) heard(next http.Handler) http.Handler {

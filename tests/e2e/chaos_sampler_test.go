@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -188,22 +187,11 @@ const recordSize = 64
 
 // guestRecords asks a records guest for the last record it synced and the boot that wrote it.
 func guestRecords(ctx context.Context, ip string) (int, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ip+"/cgi-bin/records", nil)
+	body, err := guestCGI(ctx, ip, "records")
 	if err != nil {
 		return 0, "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64))
-	if err != nil {
-		return 0, "", err
-	}
-	fields := strings.Fields(string(body))
+	fields := strings.Fields(body)
 	if len(fields) != 2 {
 		return 0, "", fmt.Errorf("records: %q, want N BOOT", body)
 	}

@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -150,19 +148,7 @@ func guestFlood(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (string
 	if len(vmi.Status.Interfaces) == 0 || vmi.Status.Interfaces[0].IP == "" {
 		return "", fmt.Errorf("instance %s has no address", vmi.Name)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+vmi.Status.Interfaces[0].IP+"/cgi-bin/flood", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	return strings.TrimSpace(string(body)), err
+	return guestCGI(ctx, vmi.Status.Interfaces[0].IP, "flood")
 }
 
 // diskUse is the disk space a file takes (its allocated blocks), 0 when it cannot be read.

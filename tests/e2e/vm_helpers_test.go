@@ -147,22 +147,32 @@ func (s *consoleStream) wait(t *testing.T, timeout time.Duration) string {
 // guestUptime asks the demo guest for its own clock over its declared port 80, at the launcher
 // Pod's address (the masqueraded pod network forwards the port into the guest).
 func guestUptime(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+vmi.Status.Interfaces[0].IP+"/cgi-bin/uptime", nil)
+	if len(vmi.Status.Interfaces) == 0 || vmi.Status.Interfaces[0].IP == "" {
+		return 0, fmt.Errorf("instance %s has no address", vmi.Name)
+	}
+	body, err := guestCGI(ctx, vmi.Status.Interfaces[0].IP, "uptime")
 	if err != nil {
 		return 0, err
+	}
+	return strconv.ParseFloat(body, 64)
+}
+
+// guestCGI is what the demo guest at ip answers at /cgi-bin/script (a script its user-data put
+// there), trimmed: within 3 s, at most 1 KiB.
+func guestCGI(ctx context.Context, ip, script string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ip+"/cgi-bin/"+script, nil)
+	if err != nil {
+		return "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseFloat(strings.TrimSpace(string(body)), 64)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	return strings.TrimSpace(string(body)), err
 }
 
 func waitUptime(t *testing.T, f *framework.Framework, vmi *virtv1.VirtualMachineInstance) float64 {

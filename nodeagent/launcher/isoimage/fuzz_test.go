@@ -18,6 +18,26 @@ import (
 // are held to a read-back, and a reader panic on any other name is the reader's.
 var keyName = regexp.MustCompile(`^[-_a-zA-Z0-9]([-._a-zA-Z0-9]{0,98}[-_a-zA-Z0-9])?(/[-_a-zA-Z0-9]([-._a-zA-Z0-9]{0,98}[-_a-zA-Z0-9])?)*$`)
 
+// readImage opens the image at iso with an ISO reader (go-diskfs), failing t when it does not read;
+// the file is closed when t ends.
+func readImage(t testing.TB, iso string) *iso9660.FileSystem {
+	t.Helper()
+	f, err := os.Open(iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := iso9660.Read(file.New(f, true), st.Size(), 0, 2048)
+	if err != nil {
+		t.Fatalf("the image %s does not read back: %v", filepath.Base(iso), err)
+	}
+	return fs
+}
+
 // FuzzWrite builds images from any file name, content and label, as a ConfigMap's keys and values
 // (or a user's cloud-init data) reach it: a name that is not local to the image is refused, nothing
 // is written outside the image's directory, and an image written holds each file's bytes under its
@@ -47,23 +67,10 @@ func FuzzWrite(f *testing.F) {
 		if !filepath.IsLocal(name) {
 			t.Fatalf("Write accepted %q, not a name inside the image", name)
 		}
-		f, err := os.Open(iso)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
 		if !keyName.MatchString(name) {
 			return
 		}
-		fs, err := iso9660.Read(file.New(f, true), st.Size(), 0, 2048)
-		if err != nil {
-			t.Fatalf("the image of %q does not read back: %v", name, err)
-		}
-		got, err := fs.OpenFile("/"+filepath.ToSlash(filepath.Clean(name)), os.O_RDONLY)
+		got, err := readImage(t, iso).OpenFile("/"+filepath.ToSlash(filepath.Clean(name)), os.O_RDONLY)
 		if err != nil {
 			t.Fatalf("%q, a ConfigMap key's kind of name, is not in the image: %v", name, err)
 		}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/diskfs/go-diskfs/backend/file"
-	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -75,23 +73,10 @@ func TestDeepNamesAreRefused(t *testing.T) {
 	if err := Write(iso, "cfgdata", []File{{Name: deepest, Data: []byte("0")}}); err != nil {
 		t.Fatalf("%q: %v", deepest, err)
 	}
-	f, err := os.Open(iso)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := iso9660.Read(file.New(f, true), st.Size(), 0, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.OpenFile("/"+deepest, os.O_RDONLY); err != nil {
+	if _, err := readImage(t, iso).OpenFile("/"+deepest, os.O_RDONLY); err != nil {
 		t.Errorf("%q, %d levels deep, does not read back: %v", deepest, MaxDepth, err)
 	}
-	err = Write(iso, "cfgdata", []File{{Name: deepest + "/f", Data: []byte("0")}})
+	err := Write(iso, "cfgdata", []File{{Name: deepest + "/f", Data: []byte("0")}})
 	if err == nil || !strings.Contains(err.Error(), "9 levels deep, an ISO disk holds at most 8") {
 		t.Errorf("a name %d levels deep: %v, want a refusal naming the limit", MaxDepth+1, err)
 	}
