@@ -14,6 +14,7 @@ generate: ## Generate deepcopy code and the CRDs in install/crds from api/
 	rm -f install/crds/kubevirt.io_*.yaml install/crds/instancetype.kubevirt.io_*.yaml
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/v1/... paths=./api/instancetype/... output:crd:artifacts:config=install/crds
 	go run ./hack/crdversions install/crds
+	go run ./hack/unsupportedcrds install/crds/unsupported.yaml
 
 .PHONY: build
 build: deps ## Build every binary into bin/

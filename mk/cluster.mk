@@ -30,6 +30,10 @@ NODES              ?= 1
 E2E_NODES          ?= 2
 # What `make deploy` applies: the local-cluster variant of install/ when there is one.
 DEPLOY_KUSTOMIZATION ?= $(if $(wildcard install/local/kustomization.yaml),install/local,install)
+# The KubeVirt object, applied once the components run (its CRD is in the kustomization above).
+DEPLOY_CR            ?= $(if $(wildcard install/local/cr/kustomization.yaml),install/local/cr,install/kubevirt-cr)
+# How long make deploy waits for each component's rollout and for the KubeVirt object's Available.
+DEPLOY_TIMEOUT       ?= 5m
 
 # $(call go-static,PACKAGE,OUTPUT): a static, reproducible build of a main package.
 go-static = mkdir -p $(dir $(2)) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(2) $(1)
@@ -83,8 +87,16 @@ cluster-ensure-up:
 	  echo "cluster is up"; else $(MAKE) --no-print-directory cluster-up NODES=$(NODES); fi
 
 .PHONY: deploy
-deploy: ## Apply install/local (else install/) with kustomize to the local cluster, server-side
+deploy: ## Apply install/local (else install/) to the local cluster, server-side; returns when every component is rolled out and the KubeVirt object is Available
 	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -k $(DEPLOY_KUSTOMIZATION)
+	@for w in deployment/virt-api deployment/virt-controller deployment/virt-operator daemonset/virt-handler; do \
+	  KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) -n podvirt rollout status $$w --timeout=$(DEPLOY_TIMEOUT) >/dev/null || \
+	    { echo "deploy: $$w is not rolled out after $(DEPLOY_TIMEOUT) (kubectl -n podvirt describe $$w)"; exit 1; }; done
+	KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -k $(DEPLOY_CR)
+	@KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) -n podvirt wait kubevirt/kubevirt --for=condition=Available --timeout=$(DEPLOY_TIMEOUT) >/dev/null || \
+	  { echo "deploy: the KubeVirt object is not Available after $(DEPLOY_TIMEOUT):"; \
+	    KUBECONFIG=$(CLUSTER_KUBECONFIG) $(KUBECTL) -n podvirt get kubevirt/kubevirt -o jsonpath='{range .status.conditions[*]}{.type}={.status}: {.message}{"\n"}{end}'; exit 1; }
+	@echo "deploy: Podvirt is ready (kubectl -n podvirt get kubevirt)"
 
 .PHONY: cluster-sync
 cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed ones, re-apply install/, restart what changed

@@ -19,9 +19,9 @@ guest-test: guest-images ## Boot both demo guest images under qemu (TCG, 62 MiB)
 	flock /tmp/podvirt-heavy.lock go test -tags guestboot -count=1 -v ./tests/guest/
 
 # The demo guests as cluster images: make images / cluster-sync / e2e build and import them with the rest.
-IMAGE_TARGETS += image-demo-kernelboot image-demo-containerdisk
+IMAGE_TARGETS += image-demo-kernelboot image-demo-containerdisk image-demo-alpine
 
-.PHONY: image-demo-kernelboot image-demo-containerdisk
-image-demo-kernelboot image-demo-containerdisk: image-demo-%:
+.PHONY: image-demo-kernelboot image-demo-containerdisk image-demo-alpine
+image-demo-kernelboot image-demo-containerdisk image-demo-alpine: image-demo-%:
 	@dir=$$(hack/guest/build.sh | tail -n 1) && mkdir -p $(IMAGE_CACHE) && \
 	  cp --reflink=auto $$dir/$*.tar $(IMAGE_CACHE)/demo-$*.tar && echo "wrote $(IMAGE_CACHE)/demo-$*.tar"

@@ -49,7 +49,7 @@ func statusEvents(before, after *virtv1.VirtualMachineInstanceStatus) []userEven
 	}
 	emu := meta.FindStatusCondition(after.Conditions, virtv1.VirtualMachineInstanceSoftwareEmulation)
 	if emu != nil && emu.Status == "True" && !meta.IsStatusConditionTrue(before.Conditions, virtv1.VirtualMachineInstanceSoftwareEmulation) {
-		out = append(out, userEvent{corev1.EventTypeWarning, EventSoftwareEmulation, "Start", capitalize(emu.Message)})
+		out = append(out, userEvent{corev1.EventTypeNormal, EventSoftwareEmulation, "Start", capitalize(emu.Message)})
 	}
 	return out
 }

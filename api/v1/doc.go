@@ -1,5 +1,6 @@
 // Package v1 holds the kubevirt.io/v1 API types Podvirt serves: VirtualMachine,
-// VirtualMachineInstance, VirtualMachineInstanceReplicaSet and VirtualMachineInstanceMigration.
+// VirtualMachineInstance, VirtualMachineInstanceReplicaSet, VirtualMachineInstanceMigration and
+// KubeVirt (the cluster configuration).
 //
 // Field names and meanings follow KubeVirt's API, so KubeVirt manifests and clients work against
 // Podvirt for every feature it implements. The CRDs in install/ are generated from these types

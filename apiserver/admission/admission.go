@@ -56,6 +56,8 @@ func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, policy Pol
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
 	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{reader: reader, policy: policy}))
 	srv.Register(PathValidateReplicaSet, admission.WithValidator[*virtv1.VirtualMachineInstanceReplicaSet](s, replicaSetValidator{policy: policy}))
+	srv.Register(PathValidateKubeVirt, &webhook.Admission{Handler: kubeVirtValidator{reader: reader}})
+	srv.Register(PathRefuseUnsupported, &webhook.Admission{Handler: unsupportedRefuser{}})
 }
 
 // DefaultInstance fills what the API defaults on an instance: the machine type and each

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,16 +116,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	node := strings.TrimPrefix(lease.Name, heartbeatv1.LeasePrefix)
 	stale, wait, err := r.stale(ctx, lease)
 	if err != nil || !stale {
+		if err == nil {
+			err = r.markSchedulable(ctx, node, true)
+		}
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
-	node := strings.TrimPrefix(lease.Name, heartbeatv1.LeasePrefix)
 	if alive, wait, err := r.kubeletAlive(ctx, lease, node); err != nil || alive {
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	if blocked, wait, err := r.blocked(ctx, lease); err != nil || blocked {
 		return ctrl.Result{RequeueAfter: wait}, err
+	}
+	if err := r.markSchedulable(ctx, node, false); err != nil {
+		return ctrl.Result{}, err
 	}
 	now := r.Clock.Now()
 	var vmis virtv1.VirtualMachineInstanceList
@@ -296,4 +303,30 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// SchedulableLabel is KubeVirt's node label: "true" while the node's agent heart-beats, "false" once
+// the node is failed over. KubeVirt's tools pick the nodes that can run guests by it.
+const SchedulableLabel = "kubevirt.io/schedulable"
+
+// markSchedulable sets the node's SchedulableLabel, writing only when it differs; a node that is gone
+// is left alone.
+func (r *Reconciler) markSchedulable(ctx context.Context, name string, schedulable bool) error {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	want := strconv.FormatBool(schedulable)
+	if node.Labels[SchedulableLabel] == want {
+		return nil
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	node.Labels[SchedulableLabel] = want
+	if err := r.Client.Patch(ctx, node, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("label node %s %s=%s: %w", name, SchedulableLabel, want, err)
+	}
+	return nil
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Podvirt demo guest from Debian packages only and caches it by a version key:
-#   ${PODVIRT_CACHE:-/var/cache/podvirt}/guest/<key>/{vmlinuz,initramfs.gz,demo.qcow2,*.tar}
+#   ${PODVIRT_CACHE:-/var/cache/podvirt}/guest/<key>/{vmlinuz,initramfs.gz,demo.qcow2,alpine.qcow2,*.tar}
 #
 #   hack/guest/build.sh            build everything (kernel, initramfs, bootable disk, OCI image tarballs)
 #   hack/guest/build.sh kernel     build (or reuse) only the kernel and print its path
@@ -19,6 +19,8 @@ CACHE=${PODVIRT_CACHE:-/var/cache/podvirt}/guest
 JOBS=${GUEST_JOBS:-2}
 KERNELBOOT_REF=docker.io/podvirt/demo-kernelboot:dev
 CONTAINERDISK_REFS=(docker.io/podvirt/demo-containerdisk:dev docker.io/kubevirt/cirros-container-disk-demo:latest)
+# The Alpine-like flavour, under the names KubeVirt's tests use for Alpine (docs/guest-images.md).
+ALPINE_REFS=(docker.io/podvirt/alpine-container-disk-demo:dev docker.io/podvirt/alpine-with-test-tooling-container-disk:dev)
 
 log() { printf 'guest: %s\n' "$*" >&2; }
 die() { printf 'guest: error: %s\n' "$*" >&2; exit 1; }
@@ -142,9 +144,9 @@ initramfs() {
 
 # disk builds a bootable raw disk at $3: MBR (syslinux mbr.bin), one active FAT partition holding
 # syslinux (BIOS) and syslinux.efi (EFI), the kernel $1 and the initramfs $2, booting with
-# console=ttyS0; then converts it to qcow2 $4.
+# the kernel command line $5; then converts it to qcow2 $4.
 disk() {
-	local kernel=$1 initrd=$2 raw=$3 qcow=$4 part="$3.part"
+	local kernel=$1 initrd=$2 raw=$3 qcow=$4 args=$5 part="$3.part"
 	local start=2048 total_mib=64
 	local sectors=$(((total_mib << 11) - start))
 	rm -f "$raw" "$part"
@@ -162,7 +164,7 @@ disk() {
 		LABEL podvirt
 		  KERNEL /vmlinuz
 		  INITRD /initramfs.gz
-		  APPEND $DISK_KERNEL_ARGS
+		  APPEND $args
 	EOF
 	mmd -i "$part" ::/syslinux
 	mcopy -i "$part" "$kernel" ::/vmlinuz
@@ -210,7 +212,8 @@ build_all() {
 		cp "$bzimage" "$out/vmlinuz"
 		cp "$(dirname "$bzimage")/config" "$out/kernel.config"
 		initramfs "$busybox" "$out/initramfs.gz" "$release"
-		disk "$out/vmlinuz" "$out/initramfs.gz" "$out/demo.raw" "$out/demo.qcow2"
+		disk "$out/vmlinuz" "$out/initramfs.gz" "$out/demo.raw" "$out/demo.qcow2" "$DISK_KERNEL_ARGS"
+		disk "$out/vmlinuz" "$out/initramfs.gz" "$out/alpine.raw" "$out/alpine.qcow2" "$DISK_KERNEL_ARGS podvirt.flavour=alpine"
 		cat >"$out/guest.env" <<-EOF
 			GUEST_RELEASE=$release
 			GUEST_KERNEL_RELEASE=$(cat "$(dirname "$bzimage")/release")
@@ -253,11 +256,15 @@ images() {
 		(cd "$REPO" && go run ./cmd/podvirt-image build --name "${CONTAINERDISK_REFS[0]}" \
 			--name "${CONTAINERDISK_REFS[1]}" --layer "$out/demo.qcow2=/disk/demo.qcow2" \
 			--out "$out/containerdisk.tar") >&2
+		(cd "$REPO" && go run ./cmd/podvirt-image build --name "${ALPINE_REFS[0]}" \
+			--name "${ALPINE_REFS[1]}" --layer "$out/alpine.qcow2=/disk/alpine.qcow2" \
+			--out "$out/alpine.tar") >&2
 		rm -f "$out"/images-*.done
 		touch "$out/images-$toolkey.done"
 	fi
 	log "image $KERNELBOOT_REF: $out/kernelboot.tar"
 	log "image ${CONTAINERDISK_REFS[*]}: $out/containerdisk.tar"
+	log "image ${ALPINE_REFS[*]}: $out/alpine.tar"
 }
 
 # image_tool_key hashes the Go sources of cmd/podvirt-image and the packages of this module it uses.
@@ -291,7 +298,7 @@ main() {
 		local out
 		out=$(build_all)
 		[[ -e $out/kernelboot.tar ]] || die "no image tarballs: cmd/podvirt-image is missing"
-		(cd "$REPO" && go run ./cmd/podvirt-image import "$out/kernelboot.tar" "$out/containerdisk.tar")
+		(cd "$REPO" && go run ./cmd/podvirt-image import "$out/kernelboot.tar" "$out/containerdisk.tar" "$out/alpine.tar")
 		;;
 	*)
 		die "unknown command ${1} (want: all, kernel, dir, import)"

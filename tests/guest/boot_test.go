@@ -328,3 +328,38 @@ func TestContainerDisk(t *testing.T) {
 	exerciseGuest(t, startVM(t, args...), b, "containerdisk-vm", port, scratch,
 		"SYSLINUX 6.04", "Command line: BOOT_IMAGE=/vmlinuz "+b.env["GUEST_DISK_KERNEL_ARGS"])
 }
+
+// TestAlpineFlavour boots the Alpine-like containerDisk (alpine.qcow2, kernel argument
+// podvirt.flavour=alpine) and logs in as KubeVirt's tests log in to Alpine: a "localhost login: "
+// prompt, root without a password, the prompt "localhost:~# ", a console that answers stty and
+// echo $?, and poweroff from the shell.
+func TestAlpineFlavour(t *testing.T) {
+	b := buildGuest(t)
+	overlay := filepath.Join(t.TempDir(), "overlay.qcow2")
+	out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-b", filepath.Join(b.dir, "alpine.qcow2"),
+		"-F", "qcow2", overlay).CombinedOutput()
+	if err != nil {
+		t.Fatalf("qemu-img create overlay: %v\n%s", err, out)
+	}
+	v := startVM(t, append(append(machineArgs(freePort(t)), "-no-reboot"), virtioDisk("boot", overlay, "qcow2", "containerdisk", false)...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	off := 0
+	for _, step := range []struct{ send, want string }{
+		{"", `localhost login: `},
+		{"root", `localhost:~# `},
+		{"stty cols 500 rows 500; echo $?", `\n0\r?\n`},
+		{"dmesg -n 1; echo flavour-$?", `flavour-0`},
+	} {
+		if step.send != "" {
+			v.send(t, step.send)
+		}
+		if _, off, err = v.console.waitFor(ctx, regexp.MustCompile(step.want), off); err != nil {
+			t.Fatalf("after %q: %v", step.send, err)
+		}
+	}
+	v.send(t, "poweroff")
+	if err := v.waitExit(ctx); err != nil {
+		t.Fatalf("poweroff from the shell: %v", err)
+	}
+}

@@ -1,0 +1,49 @@
+package admission
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/scheme"
+)
+
+// Every kind Podvirt serves without implementing it is refused on create, naming the kind; deletes
+// and updates (finalizers being stripped) pass.
+func TestUnsupportedKindsAreRefusedOnCreateOnly(t *testing.T) {
+	for _, k := range virtv1.UnsupportedKinds {
+		req := func(op admissionv1.Operation) admission.Request {
+			return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op,
+				Resource: metav1.GroupVersionResource{Group: k.Group, Version: k.Versions[0], Resource: k.Plural}}}
+		}
+		resp := unsupportedRefuser{}.Handle(context.Background(), req(admissionv1.Create))
+		assert.False(t, resp.Allowed, k.Kind)
+		assert.Contains(t, resp.Result.Message, k.Kind+" ("+k.Group+") is not supported by Podvirt", k.Kind)
+		for _, op := range []admissionv1.Operation{admissionv1.Delete, admissionv1.Update} {
+			assert.True(t, unsupportedRefuser{}.Handle(context.Background(), req(op)).Allowed, "%s %s", op, k.Kind)
+		}
+	}
+}
+
+// One KubeVirt object per cluster: a second one, in any namespace, is refused naming the first;
+// the first may be applied again.
+func TestOneKubeVirtObject(t *testing.T) {
+	v := kubeVirtValidator{reader: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		&virtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: "kubevirt"}}).Build()}
+	create := func(ns, name string) admission.Response {
+		return v.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Namespace: ns, Name: name}})
+	}
+	assert.True(t, create("podvirt", "kubevirt").Allowed)
+	for _, other := range [][2]string{{"podvirt", "second"}, {"elsewhere", "kubevirt"}} {
+		resp := create(other[0], other[1])
+		assert.False(t, resp.Allowed, other)
+		assert.Contains(t, resp.Result.Message, "KubeVirt podvirt/kubevirt already configures this cluster")
+	}
+}

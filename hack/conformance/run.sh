@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs KubeVirt's conformance suite (hack/conformance/build.sh) against the local cluster, as
+# KubeVirt's hack/conformance.sh selects it: the specs labelled conformance, skipping [Disruptive],
+# and (there is no outside network here) those labelled RequiresOutsideConnectivity.
+#   run.sh OUTDIR [EXTRA-LABEL-FILTER]
+# Writes OUTDIR/junit.xml and OUTDIR/run.log; the exit code is the suite's.
+# Environment: KUBECONFIG, KUBECTL (binary), VIRTCTL (binary), CONFORMANCE_TIMEOUT (default 3h).
+set -euo pipefail
+
+out=${1:?usage: run.sh OUTDIR [EXTRA-LABEL-FILTER]}
+extra=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$("$here/build.sh" | tail -n 1)
+: "${KUBECONFIG:?set KUBECONFIG}" "${KUBECTL:?set KUBECTL}" "${VIRTCTL:?set VIRTCTL}"
+
+filter='(conformance)&&(!RequiresOutsideConnectivity)'
+[ -z "$extra" ] || filter+="&&($extra)"
+
+rm -rf "$out" && mkdir -p "$out/artifacts"
+# The suite's storage classes (tests/default-config.json names); the local cluster has none, so
+# specs that need one are skipped by the suite, saying so.
+echo '{"storageClassRhel":"rhel","storageClassWindows":"windows","storageRWOFileSystem":"local"}' > "$out/config.json"
+
+# Leftover test namespaces of an aborted run break the next one's set-up.
+for ns in kubevirt-test-default1 kubevirt-test-alternative1 kubevirt-test-operator1 kubevirt-test-privileged1; do
+	"$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=5m >/dev/null
+done
+
+echo "conformance: label filter $filter" >&2
+rc=0
+(cd "$out" && "$bin" \
+	--kubeconfig="$KUBECONFIG" \
+	--kubectl-path="$KUBECTL" \
+	--virtctl-path="$VIRTCTL" \
+	--installed-namespace=podvirt \
+	--container-prefix=docker.io/podvirt \
+	--container-tag=dev \
+	--config="$out/config.json" \
+	--artifacts="$out/artifacts" \
+	--skip-dual-stack-test \
+	--ginkgo.label-filter="$filter" \
+	--ginkgo.skip='\[Disruptive\]' \
+	--ginkgo.junit-report="$out/junit.xml" \
+	--ginkgo.timeout="${CONFORMANCE_TIMEOUT:-3h}" \
+	--ginkgo.no-color \
+	--ginkgo.v) >"$out/run.log" 2>&1 || rc=$?
+tail -n 30 "$out/run.log" >&2
+exit "$rc"
