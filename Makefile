@@ -50,7 +50,7 @@ verify-generate: generate ## Fail if generated files are out of date
 	@test -z "$$(git status --porcelain -- api install/crds)" || { git status --porcelain -- api install/crds; echo "generated files changed: run make generate and commit"; exit 1; }
 
 .PHONY: test
-test: lint verify-generate integration fuzz-short launcher-test guest-test krew-test e2e-ci ## Everything CI runs: lint, generated files, unit, integration, a short fuzz pass, launcher and guest boots, the krew install, e2e on the local cluster
+test: lint verify-generate integration fuzz-short launcher-test guest-test krew-test e2e-ci ## Everything CI runs: lint, generated files, unit, integration, a short fuzz pass, launcher and guest boots, the krew install, e2e and KubeVirt's conformance subset on the local cluster
 
 # help lists every target with a `## description` in this Makefile and mk/*.mk.
 .PHONY: help
@@ -58,12 +58,14 @@ help: ## List the targets that have a description, sorted
 	@grep -hE '^[A-Za-z0-9_./-]+:[^=#]*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN { FS = ":[^#]*## " } { printf "%-22s %s\n", $$1, $$2 }' | LC_ALL=C sort
 
-# e2e-ci runs the e2e tests on the local cluster, bringing it up when absent; a cluster it brought up
+# e2e-ci runs the e2e tests, then the short subset of KubeVirt's conformance suite, on the local
+# cluster, bringing it up when absent; a cluster it brought up
 # it also takes down (even when the tests fail) and checks that nothing is left on the machine.
 .PHONY: e2e-ci
 e2e-ci:
 	@was_up=0; [ -f $(CLUSTER_KUBECONFIG) ] && $(PODVIRT_CLUSTER) status >/dev/null 2>&1 && was_up=1; \
 	rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
+	$(MAKE) --no-print-directory conformance-short || rc=1; \
 	if [ $$was_up = 0 ]; then \
 	  $(MAKE) --no-print-directory cluster-down && $(MAKE) --no-print-directory cluster-verify-clean || rc=1; \
 	fi; exit $$rc

@@ -43,8 +43,8 @@ E2E_IMAGE_TARGETS := image-e2e-probe image-e2e-backing-disk
 IMAGE_TARGETS += $(E2E_IMAGE_TARGETS)
 
 .PHONY: cluster-up cluster-down cluster-status cluster-logs cluster-verify-clean
-cluster-up: ## Start the local cluster with NODES nodes (default 1; idempotent, adds nodes to a running one); prints how to use its kubeconfig
-	$(HEAVY) $(PODVIRT_CLUSTER) up --nodes $(NODES)
+cluster-up: coredns ## Start the local cluster with NODES nodes (default 1; idempotent, adds nodes to a running one); prints how to use its kubeconfig
+	$(HEAVY) $(PODVIRT_CLUSTER) up --nodes $(NODES) --coredns $(COREDNS)
 
 cluster-down: ## Stop the local cluster and remove everything it created (the image cache stays)
 	$(PODVIRT_CLUSTER) down
@@ -102,6 +102,18 @@ deploy: ## Apply install/local (else install/) to the local cluster, server-side
 cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed ones, re-apply install/, restart what changed
 	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
 	$(MAKE) --no-print-directory deploy
+
+# CoreDNS, the local cluster's DNS (github.com/coredns/coredns, built from the Go module proxy once
+# per version): podvirt-cluster up runs it on the first node's address behind the Service
+# kube-system/kube-dns, as every real cluster has one (internal/localcluster/dns.go).
+COREDNS_VERSION := v1.14.7
+COREDNS         := $(PODVIRT_CACHE)/bin/coredns-$(COREDNS_VERSION)/coredns
+
+.PHONY: coredns
+coredns: ## Build CoreDNS once per version (the local cluster's DNS)
+	@[ -x $(COREDNS) ] || { echo "building coredns $(COREDNS_VERSION) (once)"; \
+		src=$$(GOFLAGS=-mod=mod go mod download -json github.com/coredns/coredns@$(COREDNS_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') && \
+		cd "$$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod $(HEAVY) go build -trimpath -ldflags='-s -w' -o $(COREDNS).tmp . && mv $(COREDNS).tmp $(COREDNS); }
 
 # Multus' thin CNI plugin (gopkg.in/k8snetworkplumbingwg/multus-cni.v4, built from the Go module
 # proxy and cached by version): the e2e tests install it on the local cluster for secondary networks

@@ -23,12 +23,13 @@ const PathEvictLauncher = "/launcher-eviction-interceptor"
 
 // evictionInterceptor lets every eviction through except that of the launcher Pod of a running
 // instance that is to live-migrate away instead (evictionStrategy LiveMigrate, or
-// LiveMigrateIfPossible when it is live-migratable): that instance is marked for evacuation
+// LiveMigrateIfPossible when it is live-migratable, or External): that instance is marked for evacuation
 // (status.evacuationNodeName, which the migration controller turns into a migration) and the
 // eviction is refused with 429 Too Many Requests, which kubectl drain retries. Once the guest has
 // moved, the source Pod has completed and its eviction goes through. Once the evacuation has given
 // up (virtv1.MaxEvacuationAttempts failed migrations off the node), the eviction goes through with
-// a warning: the guest stops, and the drain ends.
+// a warning: the guest stops, and the drain ends. External: the mark is for another controller,
+// which moves or stops the guest; the eviction is refused until the Pod is gone.
 type evictionInterceptor struct {
 	client client.Client
 }
@@ -53,8 +54,15 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 	if err != nil {
 		return retryLater(fmt.Errorf("get instance %s: %w", owner.Name, err))
 	}
-	if !migratesOnEviction(vmi) || vmi.UID != owner.UID || vmi.Status.Phase != virtv1.Running || vmi.Status.LauncherPod != pod.Name {
+	external := vmi.Spec.EvictionStrategy != nil && *vmi.Spec.EvictionStrategy == virtv1.EvictionStrategyExternal
+	if !(migratesOnEviction(vmi) || external) || vmi.UID != owner.UID || vmi.Status.Phase != virtv1.Running || vmi.Status.LauncherPod != pod.Name {
 		return admission.Allowed("")
+	}
+	if external { // another controller moves or stops it; it sees status.evacuationNodeName
+		if err := markEvacuation(ctx, h.client, vmi, pod.Spec.NodeName, req.DryRun); err != nil {
+			return retryLater(err)
+		}
+		return retryLater(fmt.Errorf("Eviction triggered evacuation of VMI %s/%s: its evictionStrategy is External, so the controller handling it moves or stops it (status.evacuationNodeName %s)", vmi.Namespace, vmi.Name, pod.Spec.NodeName))
 	}
 	migrations := &virtv1.VirtualMachineInstanceMigrationList{}
 	if err := h.client.List(ctx, migrations, client.InNamespace(vmi.Namespace)); err != nil {
@@ -64,14 +72,24 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("VMI %s/%s could not live-migrate off node %s (%d migrations failed): the eviction stops it",
 			vmi.Namespace, vmi.Name, pod.Spec.NodeName, failed))
 	}
-	if vmi.Status.EvacuationNodeName != pod.Spec.NodeName && (req.DryRun == nil || !*req.DryRun) {
-		patch := client.MergeFrom(vmi.DeepCopy())
-		vmi.Status.EvacuationNodeName = pod.Spec.NodeName
-		if err := h.client.Status().Patch(ctx, vmi, patch); err != nil {
-			return retryLater(fmt.Errorf("mark instance %s for evacuation: %w", vmi.Name, err))
-		}
+	if err := markEvacuation(ctx, h.client, vmi, pod.Spec.NodeName, req.DryRun); err != nil {
+		return retryLater(err)
 	}
 	return retryLater(fmt.Errorf("Eviction triggered evacuation of VMI %s/%s: it live-migrates off node %s, then its launcher Pod completes", vmi.Namespace, vmi.Name, pod.Spec.NodeName))
+}
+
+// markEvacuation sets the instance's status.evacuationNodeName to node, unless it is so already or
+// the eviction is a dry run.
+func markEvacuation(ctx context.Context, c client.Client, vmi *virtv1.VirtualMachineInstance, node string, dryRun *bool) error {
+	if vmi.Status.EvacuationNodeName == node || (dryRun != nil && *dryRun) {
+		return nil
+	}
+	patch := client.MergeFrom(vmi.DeepCopy())
+	vmi.Status.EvacuationNodeName = node
+	if err := c.Status().Patch(ctx, vmi, patch); err != nil {
+		return fmt.Errorf("mark instance %s for evacuation: %w", vmi.Name, err)
+	}
+	return nil
 }
 
 // retryLater refuses the eviction for now (429, which kubectl drain retries) because of err: the

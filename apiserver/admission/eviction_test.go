@@ -42,10 +42,13 @@ func TestEvictionInterceptor(t *testing.T) {
 		pod("virt-launcher-stop", "stop"), pod("virt-launcher-maybe", "maybe"),
 		instance("tired", virtv1.EvictionStrategyLiveMigrate, metav1.ConditionTrue), pod("virt-launcher-tired", "tired"),
 		instance("tries", virtv1.EvictionStrategyLiveMigrate, metav1.ConditionTrue), pod("virt-launcher-tries", "tries"),
+		instance("ext", virtv1.EvictionStrategyExternal, metav1.ConditionFalse), pod("virt-launcher-ext", "ext"),
+		instance("ext-tired", virtv1.EvictionStrategyExternal, metav1.ConditionFalse), pod("virt-launcher-ext-tired", "ext-tired"),
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}},
 	).WithLists(&virtv1.VirtualMachineInstanceMigrationList{Items: append(
 		failedEvacuations("tired", "node-a", virtv1.MaxEvacuationAttempts),
-		failedEvacuations("tries", "node-a", virtv1.MaxEvacuationAttempts-1)...)}).Build()
+		append(failedEvacuations("tries", "node-a", virtv1.MaxEvacuationAttempts-1),
+			failedEvacuations("ext-tired", "node-a", virtv1.MaxEvacuationAttempts)...)...)}).Build()
 	h := evictionInterceptor{client: c}
 	for _, tc := range []struct {
 		pod    string
@@ -59,8 +62,10 @@ func TestEvictionInterceptor(t *testing.T) {
 		{pod: "gone"},
 		{pod: "virt-launcher-dry", dryRun: true, denied: true},
 		{pod: "virt-launcher-mig", denied: true},
-		{pod: "virt-launcher-tired"},               // its evacuation gave up: the drain ends
-		{pod: "virt-launcher-tries", denied: true}, // one attempt left
+		{pod: "virt-launcher-tired"},                   // its evacuation gave up: the drain ends
+		{pod: "virt-launcher-tries", denied: true},     // one attempt left
+		{pod: "virt-launcher-ext", denied: true},       // External: marked, for another controller, even when not migratable
+		{pod: "virt-launcher-ext-tired", denied: true}, // External: Podvirt's own failed attempts do not count
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
 			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: "ns", Name: tc.pod, SubResource: "eviction", DryRun: ptr.To(tc.dryRun)}}
@@ -72,7 +77,7 @@ func TestEvictionInterceptor(t *testing.T) {
 			}
 		})
 	}
-	for name, want := range map[string]string{"mig": "node-a", "dry": "", "stop": ""} {
+	for name, want := range map[string]string{"mig": "node-a", "dry": "", "stop": "", "ext": "node-a"} {
 		v := &virtv1.VirtualMachineInstance{}
 		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, v))
 		assert.Equal(t, want, v.Status.EvacuationNodeName, name)

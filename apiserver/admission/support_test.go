@@ -105,7 +105,7 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		virtv1.Network{Name: "z", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "a/b/c"}}})
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a"}, {Name: "n", IO: virtv1.IONative}}
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(true)
-	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("External"))
+	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategyExternal) // implemented: no error
 	errs := ValidateInstanceSpec(&s, "ns", Policy{}, field.NewPath("spec"))
 	var got []string
 	for _, e := range errs {
@@ -119,7 +119,6 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		`spec.domain.devices.interfaces[4].ports: Forbidden: a bridged guest is reached at its own address: nothing is forwarded`,
 		`spec.domain.devices.interfaces: Required value: an interface named "z" for the Multus network spec.networks[4]`,
 		`spec.networks[4].multus.networkName: Invalid value: "a/b/c": NAME or NAMESPACE/NAME of a NetworkAttachmentDefinition`,
-		`spec.evictionStrategy: Invalid value: "External": not supported by Podvirt: no external eviction handler`,
 	}, got)
 
 	s = spec()

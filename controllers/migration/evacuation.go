@@ -47,7 +47,7 @@ func (r *EvacuationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	marked := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		v, ok := o.(*virtv1.VirtualMachineInstance)
-		return ok && v.Status.EvacuationNodeName != ""
+		return ok && v.Status.EvacuationNodeName != "" && !externallyEvacuated(v)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("evacuation").
@@ -62,7 +62,7 @@ func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	node := inst.Status.EvacuationNodeName
-	if node == "" || inst.Status.NodeName != node || inst.Status.Phase != virtv1.Running || inst.DeletionTimestamp != nil {
+	if node == "" || externallyEvacuated(inst) || inst.Status.NodeName != node || inst.Status.Phase != virtv1.Running || inst.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
 	if ms := inst.Status.MigrationState; ms != nil {
@@ -101,4 +101,9 @@ func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	r.Recorder.Eventf(inst, m, corev1.EventTypeNormal, ReasonEvacuating, "Migrate", "Migrating the instance off node %s (%s)", node, m.Name)
 	return ctrl.Result{}, nil
+}
+
+// externallyEvacuated: evictionStrategy External leaves an evacuation to another controller.
+func externallyEvacuated(vmi *virtv1.VirtualMachineInstance) bool {
+	return vmi.Spec.EvictionStrategy != nil && *vmi.Spec.EvictionStrategy == virtv1.EvictionStrategyExternal
 }

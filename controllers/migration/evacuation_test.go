@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -59,4 +60,22 @@ func TestEvacuationGivesUp(t *testing.T) {
 			assert.True(t, strings.Contains(ev, ReasonEvacuationFailed) && strings.Contains(ev, "could not be scheduled"), ev)
 		})
 	}
+}
+
+// An instance whose evictionStrategy is External is left to the controller that handles it: its
+// evacuation mark creates no migration.
+func TestExternalEvacuationIsNotMigrated(t *testing.T) {
+	ctx := context.Background()
+	inst := &virtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm"},
+		Spec:       virtv1.VirtualMachineInstanceSpec{EvictionStrategy: ptr.To(virtv1.EvictionStrategyExternal)},
+		Status:     virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "node-a", EvacuationNodeName: "node-a"},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(inst).WithStatusSubresource(inst).Build()
+	r := &EvacuationReconciler{Client: c, Recorder: events.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(t0)}
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(inst)})
+	require.NoError(t, err)
+	list := &virtv1.VirtualMachineInstanceMigrationList{}
+	require.NoError(t, c.List(ctx, list))
+	assert.Empty(t, list.Items)
 }

@@ -1,6 +1,8 @@
 package podtemplate
 
 import (
+	"strings"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -116,12 +118,10 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      PodName(vmi),
-			Namespace: vmi.Namespace,
-			Labels:    podLabels(vmi),
-			Annotations: map[string]string{
-				"kubectl.kubernetes.io/default-container": launcherv1.ComputeContainer,
-			},
+			Name:            PodName(vmi),
+			Namespace:       vmi.Namespace,
+			Labels:          podLabels(vmi),
+			Annotations:     podAnnotations(vmi),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vmi, virtv1.SchemeGroupVersion.WithKind("VirtualMachineInstance"))},
 		},
 		Spec: corev1.PodSpec{
@@ -150,6 +150,42 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 		pod.Annotations[MultusNetworksAnnotation] = networks
 	}
 	return pod, nil
+}
+
+// podAnnotations: the instance's own annotations, as KubeVirt carries them to its launcher Pod,
+// except those that steer the Pod's security, runtime or networks (podOnlyAnnotation), plus
+// kubectl's default container.
+func podAnnotations(vmi *virtv1.VirtualMachineInstance) map[string]string {
+	out := map[string]string{}
+	for k, v := range vmi.Annotations {
+		if !podOnlyAnnotation(k) {
+			out[k] = v
+		}
+	}
+	out["kubectl.kubernetes.io/default-container"] = launcherv1.ComputeContainer
+	return out
+}
+
+// podOnlyAnnotations are the annotation domains (and their subdomains) that change what a Pod may
+// do or join: its AppArmor and seccomp profiles, container runtime options, CNI networks, kubectl's
+// own. A tenant who may create instances but not Pods must not reach them through an instance;
+// Podvirt sets the ones it needs from the instance's spec.
+var podOnlyAnnotations = []string{
+	"apparmor.security.beta.kubernetes.io", "seccomp.security.alpha.kubernetes.io",
+	"cni.cncf.io", "multus-cni.io", "kubectl.kubernetes.io",
+	"io.kubernetes.cri-o", "crio.io", "io.kubernetes.cri", "io.containerd", "kata-containers.io",
+}
+
+// podOnlyAnnotation: key's domain (or, for runtime keys without one such as
+// io.kubernetes.cri-o.Devices, the key) is one of podOnlyAnnotations or under it.
+func podOnlyAnnotation(key string) bool {
+	domain, _, _ := strings.Cut(key, "/")
+	for _, d := range podOnlyAnnotations {
+		if domain == d || strings.HasSuffix(domain, "."+d) || strings.HasPrefix(domain, d+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // podLabels: the instance's own labels plus the ones KubeVirt's launcher Pods carry, which

@@ -248,3 +248,29 @@ func hashOf(network string) string {
 	sum := sha256.Sum256([]byte(network))
 	return hex.EncodeToString(sum[:])[:11]
 }
+
+// The instance's annotations reach its launcher Pod, as in KubeVirt, except those that would steer
+// the Pod's security profile, runtime or networks: a tenant who may create instances but not Pods
+// gains nothing of a Pod's through them.
+func TestRenderPodCarriesAnnotations(t *testing.T) {
+	v := seedInstance(t)
+	v.Annotations = map[string]string{
+		"kubevirt.io/test": "test", "kubernetes.io/test": "test", "testannotation": "from the vmi",
+		"sidecar.istio.io/inject": "true", "prometheus.io/scrape": "true",
+		"container.apparmor.security.beta.kubernetes.io/compute": "unconfined",
+		"seccomp.security.alpha.kubernetes.io/pod":                "unconfined",
+		"k8s.v1.cni.cncf.io/networks":                             "other-ns/secret-net",
+		"v1.multus-cni.io/default-network":                        "other-ns/net",
+		"kubectl.kubernetes.io/default-container":                 "volume-x",
+		"io.kubernetes.cri-o.Devices":                             "/dev/sda",
+		"io.kubernetes.cri-o.userns-mode":                         "private",
+		"io.containerd.cri.runtime-handler":                       "unsafe",
+	}
+	pod, err := RenderPod(v, testConfig())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		"kubevirt.io/test": "test", "kubernetes.io/test": "test", "testannotation": "from the vmi",
+		"sidecar.istio.io/inject": "true", "prometheus.io/scrape": "true",
+		"kubectl.kubernetes.io/default-container": "compute",
+	}, pod.Annotations)
+}

@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Builds KubeVirt's functional test binary (which holds its conformance suite) from the source snapshot
-# in ../shared/kubevirt, offline, once per snapshot: the output is cached under
+# Builds KubeVirt's functional test binary (which holds its conformance suite) from KubeVirt's source
+# snapshot, offline, once per snapshot: the output is cached under
 # $PODVIRT_CACHE/kubevirt-tests/<sha256 of the snapshot>/tests.test. Prints the binary's path last.
 # The snapshot is KubeVirt's code (Apache-2.0): it is built and run from the cache, never copied
-# into this tree.
+# into this tree. It is looked for in $KUBEVIRT_SNAPSHOT, then beside the repository
+# (../shared/kubevirt/), then /work/shared/kubevirt/, then the copy the first build keeps in the cache
+# (a clone elsewhere on this machine finds it there).
 set -euo pipefail
 
-snapshot=${KUBEVIRT_SNAPSHOT:-$(cd "$(dirname "$0")/../../.." && pwd)/shared/kubevirt/kubevirt-src-d923fdb.tar.gz}
-[ -f "$snapshot" ] || { echo "conformance: KubeVirt's source snapshot not found at $snapshot (set KUBEVIRT_SNAPSHOT)" >&2; exit 2; }
+name=kubevirt-src-d923fdb.tar.gz
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cache=${PODVIRT_CACHE:-/var/cache/podvirt}/kubevirt-tests
+snapshot=
+for f in "${KUBEVIRT_SNAPSHOT:-}" "$repo/../shared/kubevirt/$name" "/work/shared/kubevirt/$name" "$cache/$name"; do
+	if [ -n "$f" ] && [ -f "$f" ]; then snapshot=$f; break; fi
+done
+[ -n "$snapshot" ] || { echo "conformance: KubeVirt's source snapshot $name not found (set KUBEVIRT_SNAPSHOT to its path)" >&2; exit 2; }
 sum=$(sha256sum "$snapshot" | cut -d' ' -f1)
-dir=${PODVIRT_CACHE:-/var/cache/podvirt}/kubevirt-tests/$sum
+dir=$cache/$sum
 bin=$dir/tests.test
+mkdir -p "$cache"
+if [ "$snapshot" != "$cache/$name" ] && ! cmp -s "$snapshot" "$cache/$name"; then
+	cp "$snapshot" "$cache/$name.tmp" && mv "$cache/$name.tmp" "$cache/$name"
+fi
 if [ ! -x "$bin" ]; then
-	echo "conformance: building KubeVirt's suite from $(basename "$snapshot") (once, about 7 minutes)" >&2
+	echo "conformance: building KubeVirt's suite from $name (once, about 7 minutes)" >&2
 	rm -rf "$dir/src"
 	mkdir -p "$dir/src"
 	tar xzf "$snapshot" -C "$dir/src"

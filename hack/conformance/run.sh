@@ -2,31 +2,32 @@
 # Runs KubeVirt's conformance suite (hack/conformance/build.sh) against the local cluster, as
 # KubeVirt's hack/conformance.sh selects it: the specs labelled conformance, skipping [Disruptive],
 # and (there is no outside network here) those labelled RequiresOutsideConnectivity.
-#   run.sh OUTDIR [EXTRA-LABEL-FILTER]
+#   run.sh OUTDIR [FOCUS-REGEX]
+# FOCUS-REGEX narrows the run to the specs whose names match (ginkgo --focus), e.g. test ids.
 # Writes OUTDIR/junit.xml and OUTDIR/run.log; the exit code is the suite's.
 # Environment: KUBECONFIG, KUBECTL (binary), VIRTCTL (binary), CONFORMANCE_TIMEOUT (default 3h).
 set -euo pipefail
 
-out=${1:?usage: run.sh OUTDIR [EXTRA-LABEL-FILTER]}
-extra=${2:-}
+out=${1:?usage: run.sh OUTDIR [FOCUS-REGEX]}
+focus=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$("$here/build.sh" | tail -n 1)
 : "${KUBECONFIG:?set KUBECONFIG}" "${KUBECTL:?set KUBECTL}" "${VIRTCTL:?set VIRTCTL}"
 
 filter='(conformance)&&(!RequiresOutsideConnectivity)'
-[ -z "$extra" ] || filter+="&&($extra)"
 
 rm -rf "$out" && mkdir -p "$out/artifacts"
-# The suite's storage classes (tests/default-config.json names); the local cluster has none, so
-# specs that need one are skipped by the suite, saying so.
-echo '{"storageClassRhel":"rhel","storageClassWindows":"windows","storageRWOFileSystem":"local"}' > "$out/config.json"
+# The suite's storage classes (tests/default-config.json names): the local cluster's hostPath
+# provisioner for read-write-once filesystems; none for block, read-write-many or snapshots, so
+# specs that need those skip or fail saying so.
+echo '{"storageClassRhel":"podvirt-local","storageClassWindows":"podvirt-local","storageRWOFileSystem":"podvirt-local"}' > "$out/config.json"
 
 # Leftover test namespaces of an aborted run break the next one's set-up.
 for ns in kubevirt-test-default1 kubevirt-test-alternative1 kubevirt-test-operator1 kubevirt-test-privileged1; do
 	"$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=5m >/dev/null
 done
 
-echo "conformance: label filter $filter" >&2
+echo "conformance: label filter $filter${focus:+, focus $focus}" >&2
 rc=0
 (cd "$out" && "$bin" \
 	--kubeconfig="$KUBECONFIG" \
@@ -40,6 +41,7 @@ rc=0
 	--skip-dual-stack-test \
 	--ginkgo.label-filter="$filter" \
 	--ginkgo.skip='\[Disruptive\]' \
+	${focus:+--ginkgo.focus="$focus"} \
 	--ginkgo.junit-report="$out/junit.xml" \
 	--ginkgo.timeout="${CONFORMANCE_TIMEOUT:-3h}" \
 	--ginkgo.no-color \

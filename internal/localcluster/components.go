@@ -30,7 +30,7 @@ const (
 )
 
 // componentNames lists every component in start order.
-var componentNames = []string{compContainerd, compEtcd, compAPIServer, compController, compScheduler, compKubelet, compProxy, compProvisioner}
+var componentNames = []string{compContainerd, compEtcd, compAPIServer, compDNS, compController, compScheduler, compKubelet, compProxy, compProvisioner}
 
 // perNodeComponents are the components every node runs.
 var perNodeComponents = []string{compContainerd, compKubelet, compProxy}
@@ -78,6 +78,7 @@ func (c Config) components(binDir, self string) map[string]component {
 			"--authorization-kubeconfig=" + kc("scheduler"),
 			"--bind-address=127.0.0.1", "--leader-elect=false"}},
 		{name: compProvisioner, argv: []string{self, "provisioner", "--kubeconfig=" + kc("provisioner"), "--dir=" + c.volumeDir()}},
+		c.dnsComponent(),
 	}
 	for _, n := range c.nodes() {
 		comps = append(comps, c.nodeComponents(n, binDir)...)
@@ -149,6 +150,7 @@ func (c Config) writeConfigs() error {
 	files := map[string]string{}
 	files[c.admissionConfig()] = c.admissionConfigFile()
 	files[c.webhookKubeconfig()] = c.webhookKubeconfigFile()
+	files[c.corefile()] = c.corefileContent()
 	for _, n := range c.nodes() {
 		files[filepath.Join(n.dir, "containerd", "config.toml")] = c.containerdConfig(n)
 		files[n.cniConfList()] = c.cniConfig(n)
@@ -248,12 +250,13 @@ cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
 clusterDomain: cluster.local
+clusterDNS: [%s]
 resolvConf: /etc/resolv.conf
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
-`, n.ip, c.pki("ca.crt"), c.pki(n.comp("kubelet-serving")+".crt"), c.pki(n.comp("kubelet-serving")+".key"), n.containerdSocket())
+`, n.ip, c.pki("ca.crt"), c.pki(n.comp("kubelet-serving")+".crt"), c.pki(n.comp("kubelet-serving")+".key"), n.containerdSocket(), c.dnsServiceIP())
 	if n.extra() {
 		cfg += "cgroupRoot: " + n.cgroupParent() + "\n"
 	}

@@ -43,6 +43,8 @@ type Config struct {
 	APIServerPort int
 	// EtcdClientPort and EtcdPeerPort are etcd's ports on 127.0.0.1.
 	EtcdClientPort, EtcdPeerPort int
+	// CoreDNSBinary is CoreDNS, the cluster DNS (make coredns builds it from its module).
+	CoreDNSBinary string
 	// Nodes is how many nodes Up brings up (1 to MaxNodes): the host itself, and each further one a
 	// kubelet with its own containerd in its own network and mount namespace (see node).
 	Nodes int

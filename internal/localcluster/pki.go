@@ -60,6 +60,7 @@ func (c Config) certSpecs() []certSpec {
 		{file: "scheduler", ca: "ca", cn: "system:kube-scheduler", client: true},
 		{file: "kube-proxy", ca: "ca", cn: "system:kube-proxy", client: true},
 		{file: "provisioner", ca: "ca", cn: provisionerCN, orgs: []string{"system:masters"}, client: true},
+		{file: "coredns", ca: "ca", cn: coreDNSUser, client: true},
 		{file: "front-proxy-client", ca: "front-proxy-ca", cn: frontProxyClientCN, client: true},
 		{file: "webhook-client", ca: "ca", cn: WebhookClientCN, client: true},
 	}
@@ -79,6 +80,7 @@ func (c Config) kubeconfigSpecs() []kubeconfigSpec {
 		{path: c.path("kubeconfigs", "scheduler.kubeconfig"), cert: "scheduler"},
 		{path: c.path("kubeconfigs", "kube-proxy.kubeconfig"), cert: "kube-proxy"},
 		{path: c.path("kubeconfigs", "provisioner.kubeconfig"), cert: "provisioner"},
+		{path: c.path("kubeconfigs", "coredns.kubeconfig"), cert: "coredns"},
 	}
 	for _, n := range c.nodes() {
 		specs = append(specs, kubeconfigSpec{path: c.kubeletKubeconfig(n), cert: n.comp("kubelet-client")})

@@ -33,6 +33,12 @@ func Up(ctx context.Context, c Config, out io.Writer) error {
 	if err := c.validateNodes(); err != nil {
 		return err
 	}
+	if c.CoreDNSBinary == "" {
+		return fmt.Errorf("--coredns: the cluster DNS binary is required (make cluster-up builds it: make coredns)")
+	}
+	if _, err := os.Stat(c.CoreDNSBinary); err != nil {
+		return fmt.Errorf("--coredns: %w", err)
+	}
 	step("packages")
 	if err := ensurePackages(ctx); err != nil {
 		return err
@@ -70,6 +76,16 @@ func Up(ctx context.Context, c Config, out io.Writer) error {
 	}
 	step("kube-apiserver")
 	if err := c.startAndWait(ctx, comps[compAPIServer], 120*time.Second, apiserverReady(cs)); err != nil {
+		return err
+	}
+	step("cluster DNS (CoreDNS)")
+	if err := ensureCoreDNSRBAC(ctx, cs); err != nil {
+		return err
+	}
+	if err := c.startAndWait(ctx, comps[compDNS], 60*time.Second, c.dnsReady); err != nil {
+		return err
+	}
+	if err := c.ensureDNSService(ctx, cs); err != nil {
 		return err
 	}
 	step("controller-manager, scheduler, kubelets, kube-proxies, provisioner")
