@@ -65,7 +65,7 @@ help: ## List the targets that have a description, sorted
 e2e-ci:
 	@was_up=0; [ -f $(CLUSTER_KUBECONFIG) ] && $(PODVIRT_CLUSTER) status >/dev/null 2>&1 && was_up=1; \
 	rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; \
-	$(MAKE) --no-print-directory conformance-short || rc=1; \
+	[ $$rc != 0 ] || $(MAKE) --no-print-directory conformance-short || rc=1; \
 	if [ $$was_up = 0 ]; then \
 	  $(MAKE) --no-print-directory cluster-down && $(MAKE) --no-print-directory cluster-verify-clean || rc=1; \
 	fi; exit $$rc

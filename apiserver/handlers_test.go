@@ -14,8 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/utils/ptr"
 
+	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
 func TestIsTestFailed(t *testing.T) {
@@ -81,4 +84,20 @@ func TestStreamsAreBounded(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "this virt-api already has 512 streams open, the limit")
 	_, ok := h.perUser.Acquire("bob", 1)
 	assert.True(t, ok, "the refused stream gave its user's slot back")
+}
+
+// A console of an instance without a serial console, or VNC without a graphics device, is KubeVirt's
+// 400 naming what is absent, not a failed dial.
+func TestStreamOfAnAbsentDevice(t *testing.T) {
+	vmi := &virtv1.VirtualMachineInstance{}
+	assert.NoError(t, deviceAbsent(vmi, agentv1.PathConsole), "attached by default")
+	assert.NoError(t, deviceAbsent(vmi, agentv1.PathVNC))
+	vmi.Spec.Domain.Devices.AutoattachSerialConsole = ptr.To(false)
+	vmi.Spec.Domain.Devices.AutoattachGraphicsDevice = ptr.To(false)
+	for path, msg := range map[string]string{agentv1.PathConsole: "No serial consoles are present.", agentv1.PathVNC: "No graphics devices are present."} {
+		err := deviceAbsent(vmi, path)
+		assert.True(t, apierrors.IsBadRequest(err), path)
+		assert.EqualError(t, err, msg)
+	}
+	assert.NoError(t, deviceAbsent(vmi, agentv1.PathPortForward))
 }

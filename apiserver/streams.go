@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/console"
 )
 
@@ -70,6 +71,9 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath stri
 	}()
 	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 	vmi, err := h.runningInstance(ctx, key)
+	if err == nil {
+		err = deviceAbsent(vmi, agentPath)
+	}
 	var agent *websocket.Conn
 	if err == nil {
 		agent, err = h.Agents.Dial(ctx, vmi, agentv1.Path(agentPath, key.Namespace, key.Name))
@@ -94,3 +98,16 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath stri
 
 // Wait returns once every stream has ended (after Stopping is closed, they end promptly).
 func (h *Handlers) Wait() { h.streams.Wait() }
+
+// deviceAbsent is KubeVirt's 400 for a console of an instance without a serial console, or a VNC
+// stream of one without a graphics device.
+func deviceAbsent(vmi *virtv1.VirtualMachineInstance, agentPath string) error {
+	d := vmi.Spec.Domain.Devices
+	switch {
+	case agentPath == agentv1.PathConsole && d.AutoattachSerialConsole != nil && !*d.AutoattachSerialConsole:
+		return apierrors.NewBadRequest("No serial consoles are present.")
+	case agentPath == agentv1.PathVNC && d.AutoattachGraphicsDevice != nil && !*d.AutoattachGraphicsDevice:
+		return apierrors.NewBadRequest("No graphics devices are present.")
+	}
+	return nil
+}

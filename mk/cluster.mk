@@ -113,7 +113,7 @@ COREDNS         := $(PODVIRT_CACHE)/bin/coredns-$(COREDNS_VERSION)/coredns
 coredns: ## Build CoreDNS once per version (the local cluster's DNS)
 	@[ -x $(COREDNS) ] || { echo "building coredns $(COREDNS_VERSION) (once)"; \
 		src=$$(GOFLAGS=-mod=mod go mod download -json github.com/coredns/coredns@$(COREDNS_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') && \
-		cd "$$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod $(HEAVY) go build -trimpath -ldflags='-s -w' -o $(COREDNS).tmp . && mv $(COREDNS).tmp $(COREDNS); }
+		[ -n "$$src" ] && cd "$$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod $(HEAVY) go build -trimpath -ldflags='-s -w' -o $(COREDNS).tmp . && mv $(COREDNS).tmp $(COREDNS); }
 
 # Multus' thin CNI plugin (gopkg.in/k8snetworkplumbingwg/multus-cni.v4, built from the Go module
 # proxy and cached by version): the e2e tests install it on the local cluster for secondary networks

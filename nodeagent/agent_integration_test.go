@@ -71,9 +71,9 @@ func TestScheduledToRunningWithConditionsAndInterfaces(t *testing.T) {
 	assert.Equal(t, corev1.EventTypeNormal, started.Type)
 	// Normal, not Warning: emulation is how this node runs guests, not a fault (KubeVirt's tools
 	// fail a start on any Warning of its instance).
-	emu := g.waitEvent(t, nodeagent.EventSoftwareEmulation)
-	assert.Equal(t, corev1.EventTypeNormal, emu.Type)
-	assert.Contains(t, emu.Note, "slower")
+	emuEvent := g.waitEvent(t, nodeagent.EventSoftwareEmulation)
+	assert.Equal(t, corev1.EventTypeNormal, emuEvent.Type)
+	assert.Contains(t, emuEvent.Note, "slower")
 }
 
 // The guest of an instance still Scheduling on this node (its Pod bound, the kubelet starting it) is

@@ -9,7 +9,7 @@ import (
 )
 
 // GuestMemory is the memory the guest sees: spec.domain.memory.guest, else
-// spec.domain.resources.requests.memory. The controller sizes the launcher Pod with it and the
+// spec.domain.resources.requests.memory, else limits.memory (the request defaults to the limit). The controller sizes the launcher Pod with it and the
 // launcher gives qemu exactly this much; an error names the field when it is missing or not positive.
 func (d *DomainSpec) GuestMemory() (resource.Quantity, error) {
 	if d.Memory != nil && d.Memory.Guest != nil {
@@ -24,7 +24,13 @@ func (d *DomainSpec) GuestMemory() (resource.Quantity, error) {
 		}
 		return q.DeepCopy(), nil
 	}
-	return resource.Quantity{}, errors.New("spec.domain.resources.requests.memory: required (or spec.domain.memory.guest)")
+	if q, ok := d.Resources.Limits[corev1.ResourceMemory]; ok { // the request defaults to the limit
+		if q.Sign() <= 0 {
+			return resource.Quantity{}, errors.New("spec.domain.resources.limits.memory: must be positive")
+		}
+		return q.DeepCopy(), nil
+	}
+	return resource.Quantity{}, errors.New("spec.domain.resources.requests.memory: required (or spec.domain.memory.guest, or limits.memory)")
 }
 
 // hugepageSizes are the huge page sizes guest memory can be backed with, as the kubelet names its

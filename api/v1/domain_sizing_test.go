@@ -20,7 +20,8 @@ func TestGuestMemory(t *testing.T) {
 	}{
 		{name: "requests", spec: DomainSpec{Resources: req("64M")}, want: "64M"},
 		{name: "guest wins over requests", spec: DomainSpec{Resources: req("1Gi"), Memory: &Memory{Guest: q("512Mi")}}, want: "512Mi"},
-		{name: "limits alone are not guest memory", spec: DomainSpec{Resources: ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: *q("1Gi")}}}, err: "spec.domain.resources.requests.memory: required"},
+		{name: "limits alone: the request defaults to the limit", spec: DomainSpec{Resources: ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: *q("1Gi")}}}, want: "1Gi"},
+		{name: "nothing", spec: DomainSpec{}, err: "spec.domain.resources.requests.memory: required"},
 		{name: "zero guest", spec: DomainSpec{Resources: req("64M"), Memory: &Memory{Guest: q("0")}}, err: "spec.domain.memory.guest: must be positive"},
 		{name: "zero request", spec: DomainSpec{Resources: req("0")}, err: "spec.domain.resources.requests.memory: must be positive"},
 	} {

@@ -1,5 +1,7 @@
 package v1
 
+// +kubebuilder:object:generate=false
+
 // UnsupportedKind is a kind of KubeVirt's API that Podvirt serves but does not implement: its
 // CustomResourceDefinition lets clients list, watch and delete it (KubeVirt's tools and tests clean
 // up every kind KubeVirt has), and virt-api's admission refuses to create one, naming the kind.

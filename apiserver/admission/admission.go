@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,11 +61,23 @@ func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, policy Pol
 	srv.Register(PathRefuseUnsupported, &webhook.Admission{Handler: unsupportedRefuser{}})
 }
 
-// DefaultInstance fills what the API defaults on an instance: the machine type and each
-// interface's model.
+// DefaultInstance fills what the API defaults on an instance: the machine type, each interface's
+// model, and a CPU or memory request from its limit when only the limit is given (as Kubernetes
+// defaults a container's).
 func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
 	if spec.Domain.Machine == nil || spec.Domain.Machine.Type == "" {
 		spec.Domain.Machine = &virtv1.Machine{Type: virtv1.DefaultMachineType}
+	}
+	res := &spec.Domain.Resources
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if l, ok := res.Limits[name]; ok {
+			if _, set := res.Requests[name]; !set {
+				if res.Requests == nil {
+					res.Requests = corev1.ResourceList{}
+				}
+				res.Requests[name] = l.DeepCopy()
+			}
+		}
 	}
 	for i := range spec.Domain.Devices.Interfaces {
 		if spec.Domain.Devices.Interfaces[i].Model == "" {
@@ -79,6 +92,9 @@ func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
 func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace string, policy Policy, fld *field.Path) field.ErrorList {
 	errs := Unsupported(spec, InstanceFamilies, fld)
 	errs = append(errs, spec.NameErrors(fld)...)
+	if s := spec.EvictionStrategy; s != nil && *s == virtv1.EvictionStrategyExternal && !policy.ExternalEviction {
+		errs = append(errs, field.Forbidden(fld.Child("evictionStrategy"), "External is refused: this cluster does not allow it (virt-api --allow-external-eviction), as a drain would wait with no bound for a controller to move the guest"))
+	}
 	domain := fld.Child("domain")
 	if guest, err := spec.Domain.GuestMemory(); err != nil {
 		errs = append(errs, field.Invalid(domain.Child("resources", "requests", "memory"), nil, err.Error()))

@@ -197,6 +197,16 @@ func TestDefaults(t *testing.T) {
 	DefaultInstance(&s)
 	assert.Equal(t, "pc-q35-7.2", s.Domain.Machine.Type, "a given value is kept")
 	assert.Equal(t, "e1000", s.Domain.Devices.Interfaces[0].Model)
+
+	// Only limits: the requests default to them, as Kubernetes defaults a container's; a given
+	// request is kept.
+	s.Domain.Resources = virtv1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+	DefaultInstance(&s)
+	assert.Equal(t, "1", s.Domain.Resources.Requests.Cpu().String())
+	assert.Equal(t, "64Mi", s.Domain.Resources.Requests.Memory().String())
 }
 
 func TestInstanceSpecIsImmutable(t *testing.T) {

@@ -22,6 +22,9 @@ type Policy struct {
 	// CrossNamespaceNetworks admits Multus networks named NAMESPACE/NAME in another namespace than the
 	// instance's.
 	CrossNamespaceNetworks bool
+	// ExternalEviction admits evictionStrategy External: a drain then waits, with no bound, for a
+	// controller of the administrator's to move or stop the guest.
+	ExternalEviction bool
 	// MaxDiskCapacity bounds an emptyDisk's and a created hostDisk's capacity; zero: DefaultMaxDiskCapacity.
 	MaxDiskCapacity resource.Quantity
 }

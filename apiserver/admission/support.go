@@ -163,7 +163,7 @@ var InstanceFamilies = []Family{
 	{Path: "priorityClassName", Support: Implemented, Note: "copied to the launcher Pod"},
 	{Path: "terminationGracePeriodSeconds", Support: Implemented, Note: "ACPI shutdown, then forced"},
 	{Path: "startStrategy", Support: Implemented, Note: "Paused starts the guest paused"},
-	{Path: "evictionStrategy", Support: Implemented, Note: "LiveMigrate (and LiveMigrateIfPossible when live-migratable): a drained VM migrates; None: it stops (and starts elsewhere if its run strategy says so); External: the eviction is refused and status.evacuationNodeName set for the controller that handles it"},
+	{Path: "evictionStrategy", Support: Implemented, Note: "LiveMigrate (and LiveMigrateIfPossible when live-migratable): a drained VM migrates; None: it stops (and starts elsewhere if its run strategy says so); External (only with virt-api --allow-external-eviction): the eviction is refused and status.evacuationNodeName set for the administrator's controller that handles it"},
 	{Path: "hostname", Support: Implemented},
 	{Path: "subdomain", Support: Implemented},
 	{Path: "dnsPolicy", Support: Implemented},

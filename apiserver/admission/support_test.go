@@ -105,7 +105,7 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		virtv1.Network{Name: "z", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "a/b/c"}}})
 	s.Domain.Devices.Disks = []virtv1.Disk{{Name: "a"}, {Name: "n", IO: virtv1.IONative}}
 	s.Domain.Devices.AutoattachVSOCK = ptr.To(true)
-	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategyExternal) // implemented: no error
+	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategyExternal)
 	errs := ValidateInstanceSpec(&s, "ns", Policy{}, field.NewPath("spec"))
 	var got []string
 	for _, e := range errs {
@@ -119,7 +119,11 @@ func TestUnsupportedNamesTheField(t *testing.T) {
 		`spec.domain.devices.interfaces[4].ports: Forbidden: a bridged guest is reached at its own address: nothing is forwarded`,
 		`spec.domain.devices.interfaces: Required value: an interface named "z" for the Multus network spec.networks[4]`,
 		`spec.networks[4].multus.networkName: Invalid value: "a/b/c": NAME or NAMESPACE/NAME of a NetworkAttachmentDefinition`,
+		`spec.evictionStrategy: Forbidden: External is refused: this cluster does not allow it (virt-api --allow-external-eviction), as a drain would wait with no bound for a controller to move the guest`,
 	}, got)
+	assert.Empty(t, ValidateInstanceSpec(&virtv1.VirtualMachineInstanceSpec{Domain: s.Domain, EvictionStrategy: s.EvictionStrategy}, "ns",
+		Policy{ExternalEviction: true}, field.NewPath("spec")).Filter(func(e error) bool { return !strings.Contains(e.Error(), "evictionStrategy") }),
+		"allowed by policy")
 
 	s = spec()
 	s.EvictionStrategy = ptr.To(virtv1.EvictionStrategy("LiveMigrateIfPossible"))

@@ -70,6 +70,7 @@ func run() error {
 	flag.StringVar(&callers, "webhook-client-names", "", "comma-separated common names of the client certificates (of the cluster's client CA) the webhook port accepts: the kube-apiserver's, set with its --admission-control-config-file; empty accepts any caller, as KubeVirt does")
 	flag.StringVar(&gates, "feature-gates", "", "comma-separated feature gates to enable (known: "+strings.Join(admission.Features, ", ")+"; KubeVirt's names)")
 	flag.BoolVar(&policy.CrossNamespaceNetworks, "allow-cross-namespace-networks", false, "admit Multus networks named NAMESPACE/NAME in another namespace than the instance's")
+	flag.BoolVar(&policy.ExternalEviction, "allow-external-eviction", false, "admit evictionStrategy External: the eviction of such a launcher Pod is refused until the administrator's own controller moves or stops the guest (drains wait with no bound)")
 	flag.StringVar(&maxDisk, "max-disk-capacity", admission.DefaultMaxDiskCapacity.String(), "largest emptyDisk or created hostDisk an instance may ask for")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

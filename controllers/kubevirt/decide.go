@@ -53,6 +53,11 @@ func deploymentHealth(name string, d *appsv1.Deployment) health {
 	}
 	st := d.Status
 	h.progressing = st.ObservedGeneration < d.Generation || st.UpdatedReplicas < want || st.Replicas > st.UpdatedReplicas
+	for _, c := range st.Conditions { // a rollout past its deadline is stuck, not on its way
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			h.progressing = false
+		}
+	}
 	h.available = want > 0 && st.AvailableReplicas >= want
 	if !h.available {
 		h.why = fmt.Sprintf("%d of %d replicas available", st.AvailableReplicas, want)

@@ -70,6 +70,8 @@ func TestWorkloadHealth(t *testing.T) {
 	assert.False(t, deploymentHealth("d", d).available, "one of two replicas")
 	d.Status.ObservedGeneration = 1
 	assert.True(t, deploymentHealth("d", d).progressing, "a new generation not yet observed")
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}
+	assert.False(t, deploymentHealth("d", d).progressing, "stuck past its deadline: Degraded, not Progressing")
 	assert.False(t, deploymentHealth("d", nil).found)
 
 	ds := &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberAvailable: 2}}

@@ -113,8 +113,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, lease); err != nil {
 		if apierrors.IsNotFound(err) { // kept while its agent may still confirm a peer's outage
 			r.seen.forget(req.Name, r.Clock.Now())
+			return ctrl.Result{}, r.markSchedulable(ctx, strings.TrimPrefix(req.Name, heartbeatv1.LeasePrefix), false)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, err
 	}
 	node := strings.TrimPrefix(lease.Name, heartbeatv1.LeasePrefix)
 	stale, wait, err := r.stale(ctx, lease)
@@ -124,14 +125,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
+	if err := r.markSchedulable(ctx, node, false); err != nil { // no new guest there, whatever comes next
+		return ctrl.Result{}, err
+	}
 	if alive, wait, err := r.kubeletAlive(ctx, lease, node); err != nil || alive {
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	if blocked, wait, err := r.blocked(ctx, lease); err != nil || blocked {
 		return ctrl.Result{RequeueAfter: wait}, err
-	}
-	if err := r.markSchedulable(ctx, node, false); err != nil {
-		return ctrl.Result{}, err
 	}
 	now := r.Clock.Now()
 	var vmis virtv1.VirtualMachineInstanceList
@@ -306,7 +307,7 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 // SchedulableLabel is KubeVirt's node label: "true" while the node's agent heart-beats, "false" once
-// the node is failed over. KubeVirt's tools pick the nodes that can run guests by it.
+// its heartbeat is stale or gone. KubeVirt's tools pick the nodes that can run guests by it.
 const SchedulableLabel = "kubevirt.io/schedulable"
 
 // markSchedulable sets the node's SchedulableLabel, writing only when it differs; a node that is gone

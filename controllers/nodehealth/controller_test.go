@@ -378,3 +378,43 @@ func drain(rec *events.FakeRecorder) string {
 		}
 	}
 }
+
+// kubevirt.io/schedulable follows the node's heartbeat: true while it is fresh, false once it is
+// stale (before any failover is decided) and once its lease is gone.
+func TestSchedulableLabelFollowsTheHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: heartbeatv1.LeaseName("n1")},
+		Spec: coordinationv1.LeaseSpec{RenewTime: ptr.To(metav1.NewMicroTime(now))}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(lease, node).
+		WithIndex(&virtv1.VirtualMachineInstance{}, NodeNameIndex, func(o client.Object) []string {
+			return []string{o.(*virtv1.VirtualMachineInstance).Status.NodeName}
+		}).Build()
+	clk := clocktesting.NewFakePassiveClock(now)
+	r := &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Namespace: "podvirt", Threshold: time.Minute, Clock: clk}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(lease)}
+	label := func() string {
+		n := &corev1.Node{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "n1"}, n))
+		return n.Labels[SchedulableLabel]
+	}
+
+	_, err := r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "true", label())
+	clk.SetTime(now.Add(time.Minute + time.Second))
+	_, err = r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "false", label(), "stale")
+
+	clk.SetTime(now)
+	r = &Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), Namespace: "podvirt", Threshold: time.Minute, Clock: clk}
+	_, err = r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, "true", label(), "fresh again")
+	require.NoError(t, c.Delete(ctx, lease))
+	_, err = r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "false", label(), "lease gone")
+}

@@ -112,6 +112,11 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	if log := vmi.Spec.Domain.Devices.LogSerialConsole; log == nil || *log {
 		containers = append(containers, consoleLogContainer(cfg))
 	}
+	if guaranteed(compute.Resources) { // the Pod is Guaranteed only if every container is
+		for i := range containers[1:] {
+			guaranteeHelper(&containers[1+i].Resources)
+		}
+	}
 	networks, err := multusAnnotation(vmi)
 	if err != nil {
 		return nil, err
@@ -152,13 +157,15 @@ func RenderPod(vmi *virtv1.VirtualMachineInstance, cfg Config) (*corev1.Pod, err
 	return pod, nil
 }
 
-// podAnnotations: the instance's own annotations, as KubeVirt carries them to its launcher Pod,
-// except those that steer the Pod's security, runtime or networks (podOnlyAnnotation), plus
-// kubectl's default container.
+// podAnnotations: the instance's annotations that KubeVirt's users put there for the launcher Pod
+// (podAnnotationCarried), plus kubectl's default container. KubeVirt carries nearly all of them; on a
+// cluster shared by tenants who may create instances but not Pods, an annotation is a lever on
+// whatever acts on Pods (runtimes, CNI plugins and IPAM, mesh injectors, backup hooks, node
+// tooling), so only these are carried.
 func podAnnotations(vmi *virtv1.VirtualMachineInstance) map[string]string {
 	out := map[string]string{}
 	for k, v := range vmi.Annotations {
-		if !podOnlyAnnotation(k) {
+		if podAnnotationCarried(k) {
 			out[k] = v
 		}
 	}
@@ -166,26 +173,24 @@ func podAnnotations(vmi *virtv1.VirtualMachineInstance) map[string]string {
 	return out
 }
 
-// podOnlyAnnotations are the annotation domains (and their subdomains) that change what a Pod may
-// do or join: its AppArmor and seccomp profiles, container runtime options, CNI networks, kubectl's
-// own. A tenant who may create instances but not Pods must not reach them through an instance;
-// Podvirt sets the ones it needs from the instance's spec.
-var podOnlyAnnotations = []string{
-	"apparmor.security.beta.kubernetes.io", "seccomp.security.alpha.kubernetes.io",
-	"cni.cncf.io", "multus-cni.io", "kubectl.kubernetes.io",
-	"io.kubernetes.cri-o", "crio.io", "io.kubernetes.cri", "io.containerd", "kata-containers.io",
-}
+// carriedAnnotationKeys are carried by their whole key: the mesh injection switches (a mesh
+// injects only where its operator allows it; its other annotations choose images and volumes).
+var carriedAnnotationKeys = map[string]bool{"sidecar.istio.io/inject": true, "linkerd.io/inject": true}
 
-// podOnlyAnnotation: key's domain (or, for runtime keys without one such as
-// io.kubernetes.cri-o.Devices, the key) is one of podOnlyAnnotations or under it.
-func podOnlyAnnotation(key string) bool {
-	domain, _, _ := strings.Cut(key, "/")
-	for _, d := range podOnlyAnnotations {
-		if domain == d || strings.HasSuffix(domain, "."+d) || strings.HasPrefix(domain, d+".") {
-			return true
-		}
+// podAnnotationCarried: a key without a domain and without dots (the user's own), one of
+// kubevirt.io/ or prometheus.io/, one of kubernetes.io/ but the kubelet's config.* (mirror Pods), or
+// one of carriedAnnotationKeys.
+func podAnnotationCarried(key string) bool {
+	domain, name, ok := strings.Cut(key, "/")
+	switch {
+	case !ok:
+		return !strings.Contains(key, ".")
+	case domain == "kubevirt.io", domain == "prometheus.io":
+		return true
+	case domain == "kubernetes.io":
+		return !strings.HasPrefix(name, "config.")
 	}
-	return false
+	return carriedAnnotationKeys[key]
 }
 
 // podLabels: the instance's own labels plus the ones KubeVirt's launcher Pods carry, which
@@ -545,6 +550,27 @@ func addDeviceRequests(vmi *virtv1.VirtualMachineInstance, req, lim corev1.Resou
 		q.Add(resource.MustParse("1"))
 		req[corev1.ResourceName(n)], lim[corev1.ResourceName(n)] = q, q.DeepCopy()
 	}
+}
+
+// guaranteed: the compute container's CPU and memory limits are set and equal to its requests
+// (an instance whose limits equal its requests, or that sets only limits): KubeVirt's instances of
+// QoS class Guaranteed.
+func guaranteed(r corev1.ResourceRequirements) bool {
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		l, ok := r.Limits[name]
+		if q := r.Requests[name]; !ok || l.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// guaranteeHelper gives a helper container of a Guaranteed Pod equal CPU and memory requests and
+// limits, its memory limit as before.
+func guaranteeHelper(r *corev1.ResourceRequirements) {
+	cpu := resource.MustParse("20m")
+	r.Requests[corev1.ResourceCPU], r.Limits[corev1.ResourceCPU] = cpu, cpu.DeepCopy()
+	r.Requests[corev1.ResourceMemory] = r.Limits[corev1.ResourceMemory].DeepCopy()
 }
 
 // helperResources bounds the small helper containers.

@@ -249,28 +249,70 @@ func hashOf(network string) string {
 	return hex.EncodeToString(sum[:])[:11]
 }
 
-// The instance's annotations reach its launcher Pod, as in KubeVirt, except those that would steer
-// the Pod's security profile, runtime or networks: a tenant who may create instances but not Pods
-// gains nothing of a Pod's through them.
+// The instance's annotations KubeVirt users put there for the launcher Pod reach it (the user's
+// own keys, kubevirt.io/, kubernetes.io/, prometheus.io/, the mesh injection switches); none that
+// runtimes, CNI plugins, injectors or node tooling act on: a tenant who may create instances but not
+// Pods gains nothing of a Pod's through them.
 func TestRenderPodCarriesAnnotations(t *testing.T) {
 	v := seedInstance(t)
-	v.Annotations = map[string]string{
+	carried := map[string]string{
 		"kubevirt.io/test": "test", "kubernetes.io/test": "test", "testannotation": "from the vmi",
-		"sidecar.istio.io/inject": "true", "prometheus.io/scrape": "true",
+		"sidecar.istio.io/inject": "true", "linkerd.io/inject": "enabled", "prometheus.io/scrape": "true",
+	}
+	v.Annotations = map[string]string{
 		"container.apparmor.security.beta.kubernetes.io/compute": "unconfined",
-		"seccomp.security.alpha.kubernetes.io/pod":                "unconfined",
-		"k8s.v1.cni.cncf.io/networks":                             "other-ns/secret-net",
-		"v1.multus-cni.io/default-network":                        "other-ns/net",
-		"kubectl.kubernetes.io/default-container":                 "volume-x",
-		"io.kubernetes.cri-o.Devices":                             "/dev/sda",
-		"io.kubernetes.cri-o.userns-mode":                         "private",
-		"io.containerd.cri.runtime-handler":                       "unsafe",
+		"seccomp.security.alpha.kubernetes.io/pod":               "unconfined",
+		"k8s.v1.cni.cncf.io/networks":                            "other-ns/secret-net",
+		"v1.multus-cni.io/default-network":                       "other-ns/net",
+		"cni.projectcalico.org/ipAddrs":                          `["10.0.0.5"]`,
+		"ipam.cilium.io/ip-pool":                                 "other",
+		"kubectl.kubernetes.io/default-container":                "volume-x",
+		"kubernetes.io/config.mirror":                            "x",
+		"io.kubernetes.cri-o.Devices":                            "/dev/sda",
+		"io.katacontainers.config.hypervisor.path":               "/bin/sh",
+		"sidecar.istio.io/userVolume":                            `{"h":{"hostPath":{"path":"/"}}}`,
+		"sidecar.istio.io/proxyImage":                            "evil",
+		"vault.hashicorp.com/agent-image":                        "evil",
+		"pre.hook.backup.velero.io/command":                      `["sh","-c","id"]`,
+		"cluster-autoscaler.kubernetes.io/safe-to-evict":         "false",
+		"podvirt.io/anything":                                    "x",
+	}
+	for k, val := range carried {
+		v.Annotations[k] = val
 	}
 	pod, err := RenderPod(v, testConfig())
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{
-		"kubevirt.io/test": "test", "kubernetes.io/test": "test", "testannotation": "from the vmi",
-		"sidecar.istio.io/inject": "true", "prometheus.io/scrape": "true",
-		"kubectl.kubernetes.io/default-container": "compute",
-	}, pod.Annotations)
+	carried["kubectl.kubernetes.io/default-container"] = "compute"
+	assert.Equal(t, carried, pod.Annotations)
+}
+
+// An instance whose CPU and memory limits equal its requests gets a launcher Pod of QoS class
+// Guaranteed, as in KubeVirt: every container's requests equal its limits. Otherwise the helpers
+// keep their small requests.
+func TestRenderPodGuaranteed(t *testing.T) {
+	equal := func(c corev1.Container) bool {
+		for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			l, ok := c.Resources.Limits[n]
+			if r := c.Resources.Requests[n]; !ok || l.Cmp(r) != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	v := seedInstance(t)
+	v.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64M")}
+	v.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64M")}
+	pod, err := RenderPod(v, testConfig())
+	require.NoError(t, err)
+	require.Greater(t, len(pod.Spec.Containers), 1)
+	for _, c := range pod.Spec.Containers {
+		assert.True(t, equal(c), "%s: %+v", c.Name, c.Resources)
+	}
+
+	delete(v.Spec.Domain.Resources.Limits, corev1.ResourceCPU)
+	pod, err = RenderPod(v, testConfig())
+	require.NoError(t, err)
+	for _, c := range pod.Spec.Containers {
+		assert.False(t, equal(c), "%s: Burstable without a CPU limit", c.Name)
+	}
 }

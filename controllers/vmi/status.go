@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -42,6 +43,9 @@ func observePod(vmi *virtv1.VirtualMachineInstance, pod *corev1.Pod, now metav1.
 		return wait
 	}
 	st.LauncherPod = pod.Name
+	if pod.Status.QOSClass != "" { // set by the apiserver when the Pod is created: no write of its own
+		st.QOSClass = ptr.To(pod.Status.QOSClass)
+	}
 	if ms := st.MigrationState; ms != nil && !ms.Completed && !ms.Failed && ms.SourcePod == pod.Name && pod.Status.Phase == corev1.PodSucceeded {
 		return 0 // the guest moved to the migration target: the source's node agent hands the instance over
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
@@ -64,6 +65,11 @@ func TestObservePod(t *testing.T) {
 	observePod(v, running, now)
 	assert.Equal(t, "node-a", v.Status.NodeName)
 	assert.Equal(t, "p", v.Status.LauncherPod)
+	assert.Nil(t, v.Status.QOSClass, "none known yet")
+	burstable := running.DeepCopy()
+	burstable.Status.QOSClass = corev1.PodQOSBurstable
+	observePod(v, burstable, now)
+	assert.Equal(t, ptr.To(corev1.PodQOSBurstable), v.Status.QOSClass, "the launcher Pod's QoS class, as KubeVirt reports it")
 }
 
 // A new Pod the scheduler has not judged keeps the instance Pending (nothing to write) for a moment;

@@ -16,7 +16,10 @@ bin=$("$here/build.sh" | tail -n 1)
 
 filter='(conformance)&&(!RequiresOutsideConnectivity)'
 
-rm -rf "$out" && mkdir -p "$out/artifacts"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -rf "$out/artifacts" "$out/junit.xml" "$out/run.log" "$out/config.json" # this script's files only
+mkdir -p "$out/artifacts"
 # The suite's storage classes (tests/default-config.json names): the local cluster's hostPath
 # provisioner for read-write-once filesystems; none for block, read-write-many or snapshots, so
 # specs that need those skip or fail saying so.

@@ -61,7 +61,7 @@ func crd(k virtv1.UnsupportedKind) *apiextensionsv1.CustomResourceDefinition {
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: k.Group, Scope: scope,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: k.Kind, ListKind: k.Kind + "List",
-				Plural: k.Plural, Singular: strings.ToLower(k.Kind), ShortNames: k.ShortNames, Categories: []string{"all"}},
+				Plural: k.Plural, Singular: strings.ToLower(k.Kind), ShortNames: k.ShortNames},
 		},
 	}
 	for i, v := range k.Versions {

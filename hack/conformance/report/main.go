@@ -169,8 +169,8 @@ func firstLine(parts ...string) string {
 	for _, p := range parts {
 		for _, l := range strings.Split(p, "\n") {
 			if l = strings.TrimSpace(l); l != "" && l != "skipped" {
-				if len(l) > 200 {
-					l = l[:200] + "…"
+				if r := []rune(l); len(r) > 200 {
+					l = string(r[:200]) + "…"
 				}
 				return strings.NewReplacer("|", `\|`, "`", "'").Replace(l)
 			}
