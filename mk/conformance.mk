@@ -4,7 +4,7 @@ CONFORMANCE_OUT   ?= $(PODVIRT_CACHE)/conformance/last
 CONFORMANCE_SHORT_OUT ?= $(PODVIRT_CACHE)/conformance/short
 # The short subset make test runs on the e2e cluster: fast specs of features Podvirt ships, by
 # KubeVirt's test ids (docs/conformance.md lists them). Every one must pass.
-CONFORMANCE_SHORT ?= test_id:(3196|3161|1522|1523|1524|1526|1527|4645|1611|4118|3110|3111|3112)\]|EvictionStratgy: External
+CONFORMANCE_SHORT ?= test_id:(3161|1523|1526|4645|3196|4118|3110|3111|3112)\]|EvictionStratgy: External
 CONFORMANCE_ENV    = KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl VIRTCTL=$(VIRTCTL)
 
 .PHONY: conformance conformance-build conformance-short
@@ -15,7 +15,7 @@ conformance: NODES = $(E2E_NODES)
 conformance: cluster-ensure-up images virtctl conformance-build ## Run KubeVirt's conformance specs on the two-node local cluster (left up); writes the table into docs/conformance.md
 	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
 	$(MAKE) --no-print-directory deploy
-	rc=0; $(CONFORMANCE_ENV) hack/conformance/run.sh $(CONFORMANCE_OUT) || rc=$$?; \
+	rc=0; CONFORMANCE_SKIP_FILES="$$(grep -v '^#' hack/conformance/needs-fedora.txt)" $(CONFORMANCE_ENV) hack/conformance/run.sh $(CONFORMANCE_OUT) || rc=$$?; \
 	go run ./hack/conformance/report --junit $(CONFORMANCE_OUT)/junit.xml --doc docs/conformance.md || rc=1; exit $$rc
 
 # conformance-short runs on a cluster that is up and deployed (make test runs it after the e2e tests).

@@ -5,7 +5,9 @@
 #   run.sh OUTDIR [FOCUS-REGEX]
 # FOCUS-REGEX narrows the run to the specs whose names match (ginkgo --focus), e.g. test ids.
 # Writes OUTDIR/junit.xml and OUTDIR/run.log; the exit code is the suite's.
-# Environment: KUBECONFIG, KUBECTL (binary), VIRTCTL (binary), CONFORMANCE_TIMEOUT (default 3h).
+# Environment: KUBECONFIG, KUBECTL (binary), VIRTCTL (binary), CONFORMANCE_TIMEOUT (default 3h),
+# CONFORMANCE_SKIP_FILES: FILE:LINE of specs to leave out (ginkgo --skip-file), e.g. those needing a
+# guest image Podvirt does not build yet: they are reported as skipped and count as failed.
 set -euo pipefail
 
 out=${1:?usage: run.sh OUTDIR [FOCUS-REGEX]}
@@ -30,7 +32,9 @@ for ns in kubevirt-test-default1 kubevirt-test-alternative1 kubevirt-test-operat
 	"$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=5m >/dev/null
 done
 
-echo "conformance: label filter $filter${focus:+, focus $focus}" >&2
+skips=()
+for f in ${CONFORMANCE_SKIP_FILES:-}; do skips+=("--ginkgo.skip-file=$f"); done
+echo "conformance: label filter $filter${focus:+, focus $focus}${CONFORMANCE_SKIP_FILES:+, left out $CONFORMANCE_SKIP_FILES}" >&2
 rc=0
 (cd "$out" && "$bin" \
 	--kubeconfig="$KUBECONFIG" \
@@ -45,6 +49,7 @@ rc=0
 	--ginkgo.label-filter="$filter" \
 	--ginkgo.skip='\[Disruptive\]' \
 	${focus:+--ginkgo.focus="$focus"} \
+	"${skips[@]}" \
 	--ginkgo.junit-report="$out/junit.xml" \
 	--ginkgo.timeout="${CONFORMANCE_TIMEOUT:-3h}" \
 	--ginkgo.no-color \
