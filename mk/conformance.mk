@@ -5,6 +5,7 @@ CONFORMANCE_SHORT_OUT ?= $(PODVIRT_CACHE)/conformance/short
 # The short subset make test runs on the e2e cluster: fast specs of features Podvirt ships, by
 # KubeVirt's test ids (docs/conformance.md lists them). Every one must pass.
 CONFORMANCE_SHORT ?= test_id:(3161|1523|1526|4645|3196|4118|3110|3111|3112)\]|EvictionStratgy: External
+CONFORMANCE_SHORT_COUNT ?= 10
 CONFORMANCE_ENV    = KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl VIRTCTL=$(VIRTCTL)
 
 .PHONY: conformance conformance-build conformance-short
@@ -20,4 +21,8 @@ conformance: cluster-ensure-up images virtctl conformance-build ## Run KubeVirt'
 
 # conformance-short runs on a cluster that is up and deployed (make test runs it after the e2e tests).
 conformance-short: virtctl conformance-build ## Run the short conformance subset on the running local cluster (every spec must pass)
+	@test -n '$(CONFORMANCE_SHORT)' || { echo "conformance-short: CONFORMANCE_SHORT is empty"; exit 2; }
 	$(CONFORMANCE_ENV) hack/conformance/run.sh $(CONFORMANCE_SHORT_OUT) '$(CONFORMANCE_SHORT)'
+	@n=$$(grep -c '<testcase name="\[It\][^"]*"[^>]*status="passed"' $(CONFORMANCE_SHORT_OUT)/junit.xml); \
+	  [ "$$n" -ge $(CONFORMANCE_SHORT_COUNT) ] || { echo "conformance-short: $$n specs passed, want $(CONFORMANCE_SHORT_COUNT)"; exit 1; }; \
+	  echo "conformance-short: $$n of KubeVirt's conformance specs passed"

@@ -51,7 +51,7 @@ const (
 // and preferences a VM names, and marks an instance for evacuation when its launcher Pod is evicted.
 func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, policy Policy) {
 	reader := client.Reader(c)
-	srv.Register(PathEvictLauncher, &webhook.Admission{Handler: evictionInterceptor{client: c}})
+	srv.Register(PathEvictLauncher, &webhook.Admission{Handler: evictionInterceptor{client: c, policy: policy}})
 	srv.Register(PathValidateMigration, admission.WithValidator[*virtv1.VirtualMachineInstanceMigration](s, migrationValidator{reader: reader}))
 	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{policy: policy}))
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
@@ -70,7 +70,7 @@ func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
 	}
 	res := &spec.Domain.Resources
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if l, ok := res.Limits[name]; ok {
+		if l, ok := res.Limits[name]; ok && !l.IsZero() {
 			if _, set := res.Requests[name]; !set {
 				if res.Requests == nil {
 					res.Requests = corev1.ResourceList{}

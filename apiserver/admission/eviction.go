@@ -32,6 +32,9 @@ const PathEvictLauncher = "/launcher-eviction-interceptor"
 // which moves or stops the guest; the eviction is refused until the Pod is gone.
 type evictionInterceptor struct {
 	client client.Client
+	// policy: External is honoured only while the cluster allows it (an instance admitted before
+	// it stopped allowing it is evicted as with None).
+	policy Policy
 }
 
 func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -54,7 +57,7 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 	if err != nil {
 		return retryLater(fmt.Errorf("get instance %s: %w", owner.Name, err))
 	}
-	external := vmi.Spec.EvictionStrategy != nil && *vmi.Spec.EvictionStrategy == virtv1.EvictionStrategyExternal
+	external := h.policy.ExternalEviction && vmi.Spec.EvictionStrategy != nil && *vmi.Spec.EvictionStrategy == virtv1.EvictionStrategyExternal
 	if !(migratesOnEviction(vmi) || external) || vmi.UID != owner.UID || vmi.Status.Phase != virtv1.Running || vmi.Status.LauncherPod != pod.Name {
 		return admission.Allowed("")
 	}

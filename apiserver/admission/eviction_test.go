@@ -49,7 +49,7 @@ func TestEvictionInterceptor(t *testing.T) {
 		failedEvacuations("tired", "node-a", virtv1.MaxEvacuationAttempts),
 		append(failedEvacuations("tries", "node-a", virtv1.MaxEvacuationAttempts-1),
 			failedEvacuations("ext-tired", "node-a", virtv1.MaxEvacuationAttempts)...)...)}).Build()
-	h := evictionInterceptor{client: c}
+	h := evictionInterceptor{client: c, policy: Policy{ExternalEviction: true}}
 	for _, tc := range []struct {
 		pod    string
 		dryRun bool
@@ -82,6 +82,11 @@ func TestEvictionInterceptor(t *testing.T) {
 		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, v))
 		assert.Equal(t, want, v.Status.EvacuationNodeName, name)
 	}
+
+	// A cluster that no longer allows External evicts such an instance's Pod as with None.
+	h.policy.ExternalEviction = false
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: "ns", Name: "virt-launcher-ext-tired", SubResource: "eviction", DryRun: ptr.To(false)}}
+	assert.True(t, h.Handle(t.Context(), req).Allowed)
 }
 
 // failedEvacuations are n failed migrations that tried to move vmi off node.

@@ -125,8 +125,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
-	if err := r.markSchedulable(ctx, node, false); err != nil { // no new guest there, whatever comes next
-		return ctrl.Result{}, err
+	if err := r.markSchedulable(ctx, node, false); err != nil { // only outside tools read it: failover does not wait on it
+		ctrl.LoggerFrom(ctx).Error(err, "label node unschedulable", "node", node)
 	}
 	if alive, wait, err := r.kubeletAlive(ctx, lease, node); err != nil || alive {
 		return ctrl.Result{RequeueAfter: wait}, err

@@ -173,24 +173,21 @@ func podAnnotations(vmi *virtv1.VirtualMachineInstance) map[string]string {
 	return out
 }
 
-// carriedAnnotationKeys are carried by their whole key: the mesh injection switches (a mesh
-// injects only where its operator allows it; its other annotations choose images and volumes).
-var carriedAnnotationKeys = map[string]bool{"sidecar.istio.io/inject": true, "linkerd.io/inject": true}
-
-// podAnnotationCarried: a key without a domain and without dots (the user's own), one of
-// kubevirt.io/ or prometheus.io/, one of kubernetes.io/ but the kubelet's config.* (mirror Pods), or
-// one of carriedAnnotationKeys.
+// podAnnotationCarried: a key without a domain and without dots (the user's own), or one of
+// kubevirt.io/ or kubernetes.io/ but the kubelet's config.* (mirror Pods). Not carried, though
+// KubeVirt carries them: mesh injection switches (a tenant could opt out of a sidecar the operator
+// requires, or into one), scrape settings of the cluster's Prometheus, and every other domain.
 func podAnnotationCarried(key string) bool {
 	domain, name, ok := strings.Cut(key, "/")
 	switch {
 	case !ok:
 		return !strings.Contains(key, ".")
-	case domain == "kubevirt.io", domain == "prometheus.io":
+	case domain == "kubevirt.io":
 		return true
 	case domain == "kubernetes.io":
 		return !strings.HasPrefix(name, "config.")
 	}
-	return carriedAnnotationKeys[key]
+	return false
 }
 
 // podLabels: the instance's own labels plus the ones KubeVirt's launcher Pods carry, which
@@ -568,7 +565,7 @@ func guaranteed(r corev1.ResourceRequirements) bool {
 // guaranteeHelper gives a helper container of a Guaranteed Pod equal CPU and memory requests and
 // limits, its memory limit as before.
 func guaranteeHelper(r *corev1.ResourceRequirements) {
-	cpu := resource.MustParse("20m")
+	cpu := resource.MustParse("200m") // as KubeVirt: a containerDisk helper copies the image
 	r.Requests[corev1.ResourceCPU], r.Limits[corev1.ResourceCPU] = cpu, cpu.DeepCopy()
 	r.Requests[corev1.ResourceMemory] = r.Limits[corev1.ResourceMemory].DeepCopy()
 }

@@ -249,17 +249,18 @@ func hashOf(network string) string {
 	return hex.EncodeToString(sum[:])[:11]
 }
 
-// The instance's annotations KubeVirt users put there for the launcher Pod reach it (the user's
-// own keys, kubevirt.io/, kubernetes.io/, prometheus.io/, the mesh injection switches); none that
-// runtimes, CNI plugins, injectors or node tooling act on: a tenant who may create instances but not
-// Pods gains nothing of a Pod's through them.
+// The instance's annotations of the user's own keys, kubevirt.io/ and kubernetes.io/ reach its
+// launcher Pod; none that runtimes, CNI plugins, injectors, scrapers or node tooling act on: a
+// tenant who may create instances but not Pods gains nothing of a Pod's through them.
 func TestRenderPodCarriesAnnotations(t *testing.T) {
 	v := seedInstance(t)
 	carried := map[string]string{
 		"kubevirt.io/test": "test", "kubernetes.io/test": "test", "testannotation": "from the vmi",
-		"sidecar.istio.io/inject": "true", "linkerd.io/inject": "enabled", "prometheus.io/scrape": "true",
 	}
 	v.Annotations = map[string]string{
+		"sidecar.istio.io/inject":                                 "false",
+		"linkerd.io/inject":                                       "enabled",
+		"prometheus.io/scrape":                                    "true",
 		"container.apparmor.security.beta.kubernetes.io/compute": "unconfined",
 		"seccomp.security.alpha.kubernetes.io/pod":               "unconfined",
 		"k8s.v1.cni.cncf.io/networks":                            "other-ns/secret-net",

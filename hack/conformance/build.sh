@@ -29,7 +29,11 @@ exec 9>"$dir/.lock" # one build at a time per snapshot
 flock 9
 if [ ! -x "$bin" ]; then
 	if [ "$snapshot" != "$cache/$name" ]; then
-		tmp=$(mktemp "$cache/$name.XXXXXX") && cp "$snapshot" "$tmp" && mv "$tmp" "$cache/$name"
+		tmp=$(mktemp "$cache/$name.XXXXXX")
+		trap 'rm -f "$tmp"' EXIT
+		cp "$snapshot" "$tmp"
+		chmod 0644 "$tmp"
+		mv "$tmp" "$cache/$name"
 	fi
 	echo "conformance: building KubeVirt's suite from $name (once, about 7 minutes)" >&2
 	rm -rf "$dir/src"

@@ -52,6 +52,7 @@ rc=0
 	"${skips[@]}" \
 	--ginkgo.junit-report="$out/junit.xml" \
 	--ginkgo.timeout="${CONFORMANCE_TIMEOUT:-3h}" \
+	--ginkgo.fail-on-empty \
 	--ginkgo.no-color \
 	--ginkgo.v) >"$out/run.log" 2>&1 || rc=$?
 tail -n 30 "$out/run.log" >&2
