@@ -258,9 +258,9 @@ func TestRenderPodCarriesAnnotations(t *testing.T) {
 		"kubevirt.io/test": "test", "kubernetes.io/test": "test", "testannotation": "from the vmi",
 	}
 	v.Annotations = map[string]string{
-		"sidecar.istio.io/inject":                                 "false",
-		"linkerd.io/inject":                                       "enabled",
-		"prometheus.io/scrape":                                    "true",
+		"sidecar.istio.io/inject": "false",
+		"linkerd.io/inject":       "enabled",
+		"prometheus.io/scrape":    "true",
 		"container.apparmor.security.beta.kubernetes.io/compute": "unconfined",
 		"seccomp.security.alpha.kubernetes.io/pod":               "unconfined",
 		"k8s.v1.cni.cncf.io/networks":                            "other-ns/secret-net",
