@@ -133,6 +133,9 @@ func collect(s suites) ([]row, time.Duration) {
 			case tc.Skipped != nil:
 				r.why = firstLine(tc.Skipped.Message, tc.Skipped.Text)
 			}
+			if r.status == "skipped" && r.why == "" {
+				r.why = "not run: left out (see Selection) or not reached"
+			}
 			rows = append(rows, r)
 		}
 	}
