@@ -50,7 +50,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		},
 	}
 	up.Flags().IntVar(&cfg.Nodes, "nodes", cfg.Nodes, fmt.Sprintf("how many nodes (1-%d): the host, and each further one a kubelet with its own containerd in its own network and mount namespace; nodes already up stay", localcluster.MaxNodes))
-	up.Flags().StringVar(&cfg.CoreDNSBinary, "coredns", "", "CoreDNS's binary, the cluster DNS (make coredns builds it)")
+	up.Flags().StringVar(&cfg.CoreDNSBinary, "coredns", "", "CoreDNS's binary, the cluster DNS (default: the newest make coredns cached)")
 	up.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long (a cold build of the binaries takes ~15 min)")
 	down := &cobra.Command{
 		Use:   "down",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,16 @@ func (c Config) dnsServiceIP() netip.Addr {
 		ip = ip.Next()
 	}
 	return ip
+}
+
+// cachedCoreDNS is the newest CoreDNS make coredns cached ($CacheDir/bin/coredns-VERSION/coredns),
+// or "" when there is none.
+func (c Config) cachedCoreDNS() string {
+	matches, _ := filepath.Glob(filepath.Join(c.CacheDir, "bin", "coredns-*", "coredns"))
+	if len(matches) == 0 {
+		return ""
+	}
+	return matches[len(matches)-1]
 }
 
 func (c Config) corefile() string { return c.path("coredns", "Corefile") }

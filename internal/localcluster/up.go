@@ -33,8 +33,11 @@ func Up(ctx context.Context, c Config, out io.Writer) error {
 	if err := c.validateNodes(); err != nil {
 		return err
 	}
+	if c.CoreDNSBinary == "" { // the one make coredns caches (the e2e tests bring nodes back up without the flag)
+		c.CoreDNSBinary = c.cachedCoreDNS()
+	}
 	if c.CoreDNSBinary == "" {
-		return fmt.Errorf("--coredns: the cluster DNS binary is required (make cluster-up builds it: make coredns)")
+		return fmt.Errorf("--coredns: the cluster DNS binary is required and none is cached under %s (make coredns builds it)", filepath.Join(c.CacheDir, "bin"))
 	}
 	if _, err := os.Stat(c.CoreDNSBinary); err != nil {
 		return fmt.Errorf("--coredns: %w", err)
