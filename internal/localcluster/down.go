@@ -52,7 +52,7 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 	for _, n := range nodes {
 		stopping = append(stopping, n.comp(compKubelet), n.comp(compProxy))
 	}
-	for _, name := range append(stopping, compAPIServer, compEtcd) {
+	for _, name := range append(stopping, compDNS, compAPIServer, compEtcd) {
 		keep(c.stop(ctx, name, 15*time.Second))
 	}
 	step("killing leftover containers")

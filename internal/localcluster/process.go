@@ -174,7 +174,7 @@ func processesMentioning(needle string) []procInfo {
 // so that a shell or make whose command line merely names the state dir is never killed or reported.
 func ours(argv0 string) bool {
 	base := filepath.Base(argv0)
-	for _, prefix := range []string{"containerd", "kube", "etcd", "podvirt-cluster", "runc"} {
+	for _, prefix := range []string{"containerd", "kube", "etcd", "podvirt-cluster", "runc", "coredns"} {
 		if strings.HasPrefix(base, prefix) {
 			return true
 		}

@@ -11,6 +11,7 @@ func TestOursOnlyMatchesClusterPrograms(t *testing.T) {
 		"/var/cache/podvirt/bin/kubernetes-v1.36.3-etcd-v3.6.8/kubelet": true,
 		"/var/cache/podvirt/bin/kubernetes-v1.36.3-etcd-v3.6.8/etcd":    true,
 		"/var/lib/podvirt-cluster/bin/podvirt-cluster":                  true,
+		"/var/cache/podvirt/bin/coredns-v1.14.7/coredns":                true,
 		"/bin/sh": false, "make": false, "/usr/bin/bash": false, "go": false,
 	} {
 		if got := ours(argv0); got != want {
