@@ -119,4 +119,3 @@ func helperResources() corev1.ResourceRequirements {
 	addStorage(&r, nil)
 	return r
 }
-
