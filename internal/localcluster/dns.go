@@ -81,8 +81,20 @@ func (c Config) ensureDNSService(ctx context.Context, cs kubernetes.Interface) e
 			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}},
 		Spec: corev1.ServiceSpec{ClusterIP: c.dnsServiceIP().String(), Ports: ports},
 	}
-	if _, err := cs.CoreV1().Services(DNSServiceNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create the cluster DNS Service: %w", err)
+	// Get before Create: creating a Service that exists with the same ClusterIP fails on the IP's
+	// allocation ("already allocated", Invalid), not with AlreadyExists, and up runs again on a
+	// cluster that has it (the e2e tests restart nodes and the apiserver with a plain up).
+	got, err := cs.CoreV1().Services(DNSServiceNamespace).Get(ctx, DNSServiceName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := cs.CoreV1().Services(DNSServiceNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create the cluster DNS Service: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("read the cluster DNS Service: %w", err)
+	case got.Spec.ClusterIP != svc.Spec.ClusterIP:
+		return fmt.Errorf("the cluster DNS Service %s/%s has ClusterIP %s, not %s: delete it or run podvirt-cluster down",
+			DNSServiceNamespace, DNSServiceName, got.Spec.ClusterIP, svc.Spec.ClusterIP)
 	}
 	var epPorts []discoveryv1.EndpointPort
 	for _, p := range ports {
