@@ -24,6 +24,7 @@ import (
 	"github.com/podvirt/podvirt/controllers/replicaset"
 	"github.com/podvirt/podvirt/controllers/vm"
 	"github.com/podvirt/podvirt/controllers/vmi"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 )
 
 // Options configures the controllers.
@@ -45,11 +46,13 @@ type Options struct {
 const DefaultConcurrentReconciles = 8
 
 // CacheOptions limits the manager's cache to what the controllers read: launcher Pods only (by
-// label) and leases in Podvirt's namespace only.
+// label), leases and the KubeVirt object (the cluster configuration) in Podvirt's namespace only.
 func CacheOptions(o Options) cache.Options {
+	kv, kvCache := clusterconfig.CacheByObject(o.Namespace)
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:           {Label: labels.SelectorFromSet(labels.Set{launcherv1.AppLabel: launcherv1.AppLabelValue})},
 		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.Namespace: {}, corev1.NamespaceNodeLease: {}}},
+		kv:                      kvCache,
 	}}
 }
 
@@ -57,6 +60,9 @@ func CacheOptions(o Options) cache.Options {
 func AddToManager(mgr ctrl.Manager, o Options) error {
 	reader := mgr.GetAPIReader()
 	c := mgr.GetClient()
+	base := clusterconfig.Defaults()
+	base.Source, base.UseEmulation = "virt-controller's flags", o.Launcher.UseEmulation
+	cluster := &clusterconfig.Source{Reader: c, Namespace: o.Namespace, Base: base}
 	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
@@ -66,9 +72,9 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 		setup func(ctrl.Manager) error
 	}{
 		{"virtualmachine", (&vm.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vm.ControllerName), Clock: o.Clock, Discovery: disc}).SetupWithManager},
-		{"virtualmachineinstance", (&vmi.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vmi.ControllerName), Config: o.Launcher, Clock: o.Clock, Discovery: disc}).SetupWithManager},
-		{"migration", (&migration.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(migration.ControllerName), Config: o.Launcher, Clock: o.Clock}).SetupWithManager},
-		{"evacuation", (&migration.EvacuationReconciler{Client: c, Recorder: mgr.GetEventRecorder(migration.ControllerName), Clock: o.Clock}).SetupWithManager},
+		{"virtualmachineinstance", (&vmi.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(vmi.ControllerName), Config: o.Launcher, Cluster: cluster, Clock: o.Clock, Discovery: disc}).SetupWithManager},
+		{"migration", (&migration.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(migration.ControllerName), Config: o.Launcher, Cluster: cluster, Clock: o.Clock}).SetupWithManager},
+		{"evacuation", (&migration.EvacuationReconciler{Client: c, Recorder: mgr.GetEventRecorder(migration.ControllerName), Cluster: cluster, Clock: o.Clock}).SetupWithManager},
 		{"replicaset", (&replicaset.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(replicaset.ControllerName), Burst: o.ReplicaSetBurst, Clock: o.Clock}).SetupWithManager},
 		{"nodehealth", (&nodehealth.Reconciler{Client: c, APIReader: reader, Recorder: mgr.GetEventRecorder(nodehealth.ControllerName), Namespace: o.Namespace, Threshold: o.HeartbeatThreshold, Clock: o.Clock}).SetupWithManager},
 	}

@@ -110,6 +110,29 @@ func (r *Reconciler) settleEnded(ctx context.Context, s *scope, st launcherv1.St
 	return nil
 }
 
+// migrateRequest asks the launcher for the migration with the settings virt-controller fixed
+// when it began (the cluster's bandwidthPerMigration and completionTimeoutPerGiB), within the
+// launcher's bounds.
+func migrateRequest(ms *virtv1.VirtualMachineInstanceMigrationState) launcherv1.MigrateRequest {
+	req := launcherv1.MigrateRequest{UID: ms.MigrationUID}
+	mc := ms.MigrationConfiguration
+	if mc == nil {
+		return req
+	}
+	if b := mc.BandwidthPerMigration; b != nil && b.Sign() > 0 {
+		const mib = 1 << 20
+		bytes := b.Value() // saturates at MaxInt64
+		req.BandwidthMiBps = uint64(bytes / mib)
+		if bytes%mib != 0 {
+			req.BandwidthMiBps++ // libvirt counts MiB/s: a cap below one MiB/s is one MiB/s
+		}
+	}
+	if t := mc.CompletionTimeoutPerGiB; t != nil && *t > 0 {
+		req.CompletionTimeoutPerGiBSeconds = min(*t, launcherv1.MaxMigrationTimeoutSeconds)
+	}
+	return req
+}
+
 // startSending serves the source Pod's migration sockets and asks its launcher to migrate (asking
 // again for the same migration is harmless: the launcher answers its status).
 func (r *Reconciler) startSending(ctx context.Context, s *scope) error {
@@ -123,7 +146,7 @@ func (r *Reconciler) startSending(ctx context.Context, s *scope) error {
 		r.migrationFailed(s, fmt.Sprintf("cannot serve the migration sockets in the source Pod: %v", err))
 		return nil
 	}
-	st, err := s.launcher.Migrate(ctx, launcherv1.MigrateRequest{UID: ms.MigrationUID})
+	st, err := s.launcher.Migrate(ctx, migrateRequest(ms))
 	if err != nil {
 		r.migrationFailed(s, fmt.Sprintf("the source launcher did not start the migration: %v", err))
 		return nil

@@ -49,7 +49,7 @@ const (
 
 // Register adds the webhooks to srv; c reads the instances a migration names and the instancetypes
 // and preferences a VM names, and marks an instance for evacuation when its launcher Pod is evicted.
-func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, policy Policy) {
+func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, policy PolicySource) {
 	reader := client.Reader(c)
 	srv.Register(PathEvictLauncher, &webhook.Admission{Handler: evictionInterceptor{client: c, policy: policy}})
 	srv.Register(PathValidateMigration, admission.WithValidator[*virtv1.VirtualMachineInstanceMigration](s, migrationValidator{reader: reader}))
@@ -331,11 +331,15 @@ func invalid(kind string, obj interface{ GetName() string }, errs field.ErrorLis
 	return apierrors.NewInvalid(virtv1.SchemeGroupVersion.WithKind(kind).GroupKind(), obj.GetName(), errs)
 }
 
-type instanceValidator struct{ policy Policy }
+type instanceValidator struct{ policy PolicySource }
 
-func (v instanceValidator) ValidateCreate(_ context.Context, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
+func (v instanceValidator) ValidateCreate(ctx context.Context, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
+	policy, err := v.policy.get(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
 	errs := UnsupportedAnnotations(vmi.Annotations, field.NewPath("metadata", "annotations"))
-	return nil, invalid("VirtualMachineInstance", vmi, append(errs, ValidateInstanceSpec(&vmi.Spec, vmi.Namespace, v.policy, field.NewPath("spec"))...))
+	return nil, invalid("VirtualMachineInstance", vmi, append(errs, ValidateInstanceSpec(&vmi.Spec, vmi.Namespace, policy, field.NewPath("spec"))...))
 }
 
 func (instanceValidator) ValidateUpdate(_ context.Context, old, vmi *virtv1.VirtualMachineInstance) (admission.Warnings, error) {
@@ -358,7 +362,7 @@ const RunningDeprecated = "spec.running is deprecated; use spec.runStrategy (Alw
 
 type vmValidator struct {
 	reader client.Reader
-	policy Policy
+	policy PolicySource
 }
 
 // validate checks vm; checkTemplate is false for an update that leaves the template, instancetype
@@ -386,8 +390,12 @@ func (v vmValidator) validate(ctx context.Context, vm *virtv1.VirtualMachine, ch
 func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMachine) (field.ErrorList, error) {
 	at := field.NewPath("spec", "template", "spec")
 	spec := vm.Spec.Template.Spec.DeepCopy()
+	policy, err := v.policy.get(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
 	if vm.Spec.Instancetype == nil && vm.Spec.Preference == nil {
-		return ValidateInstanceSpec(spec, vm.Namespace, v.policy, at), nil
+		return ValidateInstanceSpec(spec, vm.Namespace, policy, at), nil
 	}
 	specs, err := instancetype.Live(ctx, v.reader, vm)
 	if fe := (*field.Error)(nil); errors.As(err, &fe) {
@@ -407,7 +415,7 @@ func (v vmValidator) validateTemplate(ctx context.Context, vm *virtv1.VirtualMac
 		annotations = map[string]string{}
 	}
 	instancetype.Apply(specs, spec, annotations)
-	errs = append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, vm.Namespace, v.policy, at)...)
+	errs = append(instancetype.Requirements(specs.Preference, spec, at), ValidateInstanceSpec(spec, vm.Namespace, policy, at)...)
 	errs = append(errs, UnsupportedAnnotations(annotations, field.NewPath("spec", "template", "metadata", "annotations"))...)
 	for _, e := range errs {
 		e.Detail += " (the template with " + instancetype.Describe(vm) + ")"
@@ -429,23 +437,27 @@ func (vmValidator) ValidateDelete(context.Context, *virtv1.VirtualMachine) (admi
 	return nil, nil
 }
 
-type replicaSetValidator struct{ policy Policy }
+type replicaSetValidator struct{ policy PolicySource }
 
-func (v replicaSetValidator) validate(rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
+func (v replicaSetValidator) validate(ctx context.Context, rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
 	var errs field.ErrorList
 	if rs.Spec.Template != nil {
+		policy, err := v.policy.get(ctx)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
 		errs = append(UnsupportedAnnotations(rs.Spec.Template.ObjectMeta.Annotations, field.NewPath("spec", "template", "metadata", "annotations")),
-			ValidateInstanceSpec(&rs.Spec.Template.Spec, rs.Namespace, v.policy, field.NewPath("spec", "template", "spec"))...)
+			ValidateInstanceSpec(&rs.Spec.Template.Spec, rs.Namespace, policy, field.NewPath("spec", "template", "spec"))...)
 	}
 	return nil, invalid("VirtualMachineInstanceReplicaSet", rs, errs)
 }
 
-func (v replicaSetValidator) ValidateCreate(_ context.Context, rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
-	return v.validate(rs)
+func (v replicaSetValidator) ValidateCreate(ctx context.Context, rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
+	return v.validate(ctx, rs)
 }
 
-func (v replicaSetValidator) ValidateUpdate(_ context.Context, _, rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
-	return v.validate(rs)
+func (v replicaSetValidator) ValidateUpdate(ctx context.Context, _, rs *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {
+	return v.validate(ctx, rs)
 }
 
 func (replicaSetValidator) ValidateDelete(context.Context, *virtv1.VirtualMachineInstanceReplicaSet) (admission.Warnings, error) {

@@ -33,8 +33,9 @@ const PathEvictLauncher = "/launcher-eviction-interceptor"
 type evictionInterceptor struct {
 	client client.Client
 	// policy: External is honoured only while the cluster allows it (an instance admitted before
-	// it stopped allowing it is evicted as with None).
-	policy Policy
+	// it stopped allowing it is evicted as with None); instances that set no strategy have the
+	// cluster's default.
+	policy PolicySource
 }
 
 func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -57,8 +58,13 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 	if err != nil {
 		return retryLater(fmt.Errorf("get instance %s: %w", owner.Name, err))
 	}
-	external := h.policy.ExternalEviction && vmi.Spec.EvictionStrategy != nil && *vmi.Spec.EvictionStrategy == virtv1.EvictionStrategyExternal
-	if !(migratesOnEviction(vmi) || external) || vmi.UID != owner.UID || vmi.Status.Phase != virtv1.Running || vmi.Status.LauncherPod != pod.Name {
+	policy, err := h.policy.get(ctx)
+	if err != nil {
+		return retryLater(err)
+	}
+	strategy := policy.evictionStrategy(&vmi.Spec)
+	external := policy.ExternalEviction && strategy == virtv1.EvictionStrategyExternal
+	if !(migratesOnEviction(vmi, strategy) || external) || vmi.UID != owner.UID || vmi.Status.Phase != virtv1.Running || vmi.Status.LauncherPod != pod.Name {
 		return admission.Allowed("")
 	}
 	if external { // another controller moves or stops it; it sees status.evacuationNodeName
@@ -105,11 +111,8 @@ func retryLater(err error) admission.Response {
 
 // migratesOnEviction reports whether the instance live-migrates rather than stops when its launcher
 // Pod is evicted.
-func migratesOnEviction(vmi *virtv1.VirtualMachineInstance) bool {
-	if vmi.Spec.EvictionStrategy == nil {
-		return false
-	}
-	switch *vmi.Spec.EvictionStrategy {
+func migratesOnEviction(vmi *virtv1.VirtualMachineInstance, strategy virtv1.EvictionStrategy) bool {
+	switch strategy {
 	case virtv1.EvictionStrategyLiveMigrate:
 		return true
 	case virtv1.EvictionStrategyLiveMigrateIfPossible:

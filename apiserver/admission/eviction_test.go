@@ -49,7 +49,7 @@ func TestEvictionInterceptor(t *testing.T) {
 		failedEvacuations("tired", "node-a", virtv1.MaxEvacuationAttempts),
 		append(failedEvacuations("tries", "node-a", virtv1.MaxEvacuationAttempts-1),
 			failedEvacuations("ext-tired", "node-a", virtv1.MaxEvacuationAttempts)...)...)}).Build()
-	h := evictionInterceptor{client: c, policy: Policy{ExternalEviction: true}}
+	h := evictionInterceptor{client: c, policy: Static(Policy{ExternalEviction: true})}
 	for _, tc := range []struct {
 		pod    string
 		dryRun bool
@@ -84,7 +84,7 @@ func TestEvictionInterceptor(t *testing.T) {
 	}
 
 	// A cluster that no longer allows External evicts such an instance's Pod as with None.
-	h.policy.ExternalEviction = false
+	h.policy = Static(Policy{})
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: "ns", Name: "virt-launcher-ext-tired", SubResource: "eviction", DryRun: ptr.To(false)}}
 	assert.True(t, h.Handle(t.Context(), req).Allowed)
 }
@@ -100,4 +100,31 @@ func failedEvacuations(vmi, node string, n int) []virtv1.VirtualMachineInstanceM
 		})
 	}
 	return out
+}
+
+// An instance that sets no evictionStrategy has the cluster's default: the KubeVirt object's in
+// Podvirt's namespace, never one a tenant created in its own.
+func TestEvictionUsesTheClusterDefault(t *testing.T) {
+	live := virtv1.EvictionStrategyLiveMigrate
+	kv := func(ns string) *virtv1.KubeVirt {
+		return &virtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"},
+			Spec: virtv1.KubeVirtSpec{Configuration: virtv1.KubeVirtConfiguration{EvictionStrategy: &live}}}
+	}
+	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain", UID: "uid-plain"},
+		Status: virtv1.VirtualMachineInstanceStatus{Phase: virtv1.Running, NodeName: "node-a", LauncherPod: "virt-launcher-plain",
+			Conditions: []metav1.Condition{{Type: virtv1.VirtualMachineInstanceLiveMigratable, Status: metav1.ConditionTrue, Reason: "R"}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-plain", Labels: map[string]string{launcherv1.AppLabel: launcherv1.AppLabelValue},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "plain", UID: "uid-plain", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "node-a"}}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: "ns", Name: pod.Name, SubResource: "eviction", DryRun: ptr.To(true)}}
+	for _, tc := range []struct {
+		kvNamespace string
+		migrates    bool
+	}{{"podvirt", true}, {"ns", false}} {
+		c := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&virtv1.VirtualMachineInstance{}).
+			WithObjects(vmi.DeepCopy(), pod.DeepCopy(), kv(tc.kvNamespace)).Build()
+		h := evictionInterceptor{client: c, policy: FromCluster(Policy{}, c, "podvirt")}
+		resp := h.Handle(t.Context(), req)
+		assert.Equal(t, !tc.migrates, resp.Allowed, "KubeVirt object in %s: %+v", tc.kvNamespace, resp.Result)
+	}
 }

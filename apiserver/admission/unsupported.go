@@ -2,14 +2,17 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 )
 
 // Paths of the webhooks for KubeVirt's cluster configuration and for the kinds Podvirt serves but
@@ -35,13 +38,24 @@ func (unsupportedRefuser) Handle(_ context.Context, req admission.Request) admis
 	return admission.Denied(fmt.Sprintf(unsupportedKindsMessage, req.Kind.Kind, req.Resource.Group))
 }
 
-// kubeVirtValidator admits one KubeVirt object in the cluster, as KubeVirt does: a second one
-// would make the configuration ambiguous.
+// kubeVirtValidator admits one KubeVirt object in the cluster, as KubeVirt does (a second one
+// would make the configuration ambiguous), and refuses a configuration value out of its bounds,
+// naming the field (clusterconfig.Validate).
 type kubeVirtValidator struct {
 	reader client.Reader
 }
 
 func (v kubeVirtValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	var kv virtv1.KubeVirt
+	if err := json.Unmarshal(req.Object.Raw, &kv); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode the KubeVirt object: %w", err))
+	}
+	if errs := clusterconfig.Validate(&kv.Spec.Configuration, field.NewPath("spec", "configuration")); len(errs) > 0 {
+		return admission.Denied(errs.ToAggregate().Error())
+	}
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}

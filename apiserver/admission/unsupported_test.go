@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -38,12 +39,35 @@ func TestOneKubeVirtObject(t *testing.T) {
 		&virtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: "kubevirt"}}).Build()}
 	create := func(ns, name string) admission.Response {
 		return v.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-			Operation: admissionv1.Create, Namespace: ns, Name: name}})
+			Operation: admissionv1.Create, Namespace: ns, Name: name, Object: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}})
 	}
 	assert.True(t, create("podvirt", "kubevirt").Allowed)
 	for _, other := range [][2]string{{"podvirt", "second"}, {"elsewhere", "kubevirt"}} {
 		resp := create(other[0], other[1])
 		assert.False(t, resp.Allowed, other)
 		assert.Contains(t, resp.Result.Message, "KubeVirt podvirt/kubevirt already configures this cluster")
+	}
+}
+
+// A setting Podvirt honours is refused out of its bounds, on create and on update, naming the field.
+func TestKubeVirtSettingsWithinBounds(t *testing.T) {
+	v := kubeVirtValidator{reader: fake.NewClientBuilder().WithScheme(scheme.New()).Build()}
+	for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+		for raw, field := range map[string]string{
+			`{"spec":{"configuration":{"migrations":{"parallelMigrationsPerCluster":0}}}}`:   "spec.configuration.migrations.parallelMigrationsPerCluster",
+			`{"spec":{"configuration":{"migrations":{"bandwidthPerMigration":"-5Mi"}}}}`:     "spec.configuration.migrations.bandwidthPerMigration",
+			`{"spec":{"configuration":{"migrations":{"completionTimeoutPerGiB":99999999}}}}`: "spec.configuration.migrations.completionTimeoutPerGiB",
+			`{"spec":{"configuration":{"evictionStrategy":"Whenever"}}}`:                     "spec.configuration.evictionStrategy",
+			`{"spec":`: "decode the KubeVirt object",
+		} {
+			resp := v.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: op, Namespace: "podvirt", Name: "kubevirt", Object: runtime.RawExtension{Raw: []byte(raw)}}})
+			assert.False(t, resp.Allowed, raw)
+			assert.Contains(t, resp.Result.Message, field, raw)
+		}
+		resp := v.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: op, Namespace: "podvirt", Name: "kubevirt", Object: runtime.RawExtension{Raw: []byte(
+				`{"spec":{"configuration":{"evictionStrategy":"LiveMigrate","migrations":{"bandwidthPerMigration":"64Mi","parallelMigrationsPerCluster":2},"network":{"kept":true}}}}`)}}})
+		assert.True(t, resp.Allowed, "%+v", resp.Result)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	"github.com/podvirt/podvirt/apiserver"
 	"github.com/podvirt/podvirt/apiserver/admission"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 	"github.com/podvirt/podvirt/internal/scheme"
 )
 
@@ -68,7 +69,7 @@ func run() error {
 	flag.StringVar(&certDir, "cert-dir", "/var/run/podvirt-api/certs", "writable directory for the serving certificate files")
 	var gates, maxDisk, callers string
 	flag.StringVar(&callers, "webhook-client-names", "", "comma-separated common names of the client certificates (of the cluster's client CA) the webhook port accepts: the kube-apiserver's, set with its --admission-control-config-file; empty accepts any caller, as KubeVirt does")
-	flag.StringVar(&gates, "feature-gates", "", "comma-separated feature gates to enable (known: "+strings.Join(admission.Features, ", ")+"; KubeVirt's names)")
+	flag.StringVar(&gates, "feature-gates", "", "comma-separated feature gates to enable (known: "+strings.Join(admission.Features, ", ")+"; KubeVirt's names); the KubeVirt object's featureGates add to them and its disabledFeatureGates remove them")
 	flag.BoolVar(&policy.CrossNamespaceNetworks, "allow-cross-namespace-networks", false, "admit Multus networks named NAMESPACE/NAME in another namespace than the instance's")
 	flag.BoolVar(&policy.ExternalEviction, "allow-external-eviction", false, "admit evictionStrategy External: the eviction of such a launcher Pod is refused until the administrator's own controller moves or stops the guest (drains wait with no bound)")
 	flag.StringVar(&maxDisk, "max-disk-capacity", admission.DefaultMaxDiskCapacity.String(), "largest emptyDisk or created hostDisk an instance may ask for")
@@ -98,11 +99,13 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("kube-apiserver config: %w", err)
 	}
+	kvObj, kvCache := clusterconfig.CacheByObject(ns) // the cluster configuration: only Podvirt's namespace
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{ns: {}}},
 			&certificatesv1.CertificateSigningRequest{}: apiserver.SignerCache(),
+			kvObj: kvCache,
 		}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -126,7 +129,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	admission.Register(hooks, mgr.GetScheme(), direct, policy)
+	admission.Register(hooks, mgr.GetScheme(), direct, admission.FromCluster(policy, mgr.GetClient(), ns))
 
 	ctx := ctrl.SetupSignalHandler()
 	g, ctx := errgroup.WithContext(ctx)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -26,6 +27,13 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d decision) error {
 				SourcePod:    st.LauncherPod,
 				TargetPod:    podtemplate.TargetPodName(s.inst, string(s.m.UID)),
 				Mode:         virtv1.MigrationPreCopy,
+				// The settings the migration runs with (the source's agent hands the bandwidth and
+				// the completion timeout to its launcher), fixed when it begins.
+				MigrationConfiguration: &virtv1.MigrationConfiguration{
+					BandwidthPerMigration:        ptr.To(s.settings.BandwidthPerMigration.DeepCopy()),
+					CompletionTimeoutPerGiB:      ptr.To(s.settings.CompletionTimeoutPerGiB),
+					ParallelMigrationsPerCluster: ptr.To(s.settings.ParallelMigrationsPerCluster),
+				},
 			}
 		})
 	case actCreateTarget:

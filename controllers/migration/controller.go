@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -26,6 +27,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers/podtemplate"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 )
 
@@ -54,6 +56,9 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Config renders the target launcher Pod exactly as the instance's own.
 	Config podtemplate.Config
+	// Cluster is the cluster's configuration: the migration settings a migration begins with, and
+	// useEmulation for a target of an instance that does not say how it runs.
+	Cluster *clusterconfig.Source
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 }
@@ -122,7 +127,12 @@ type scope struct {
 	// earlier names an older unfinished migration of the same instance (set while this one has
 	// not begun): it goes first, so two never take turns overwriting the instance's state.
 	earlier string
-	now     time.Time
+	// settings are the cluster's migration settings (read while the migration has not begun).
+	settings clusterconfig.Migrations
+	// inFlight counts the other migrations in the cluster that have begun and not ended (counted
+	// while this one has not begun).
+	inFlight int
+	now      time.Time
 }
 
 // Reconcile moves one migration along: scope, decide, one action, one deferred write of its phase.
@@ -183,8 +193,16 @@ func (r *Reconciler) observe(ctx context.Context, m *virtv1.VirtualMachineInstan
 	}
 	ms := s.inst.Status.MigrationState
 	pending := m.Status.Phase == "" || m.Status.Phase == virtv1.MigrationPending
+	settings, err := r.Cluster.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if ms == nil || ms.MigrationUID != string(m.UID) {
 		if pending {
+			s.settings = settings.Migrations
+			if err := r.observeInFlight(ctx, s); err != nil {
+				return nil, err
+			}
 			return s, r.observeEarlier(ctx, s)
 		}
 		return s, nil
@@ -194,7 +212,7 @@ func (r *Reconciler) observe(ctx context.Context, m *virtv1.VirtualMachineInstan
 	}
 	key := client.ObjectKey{Namespace: m.Namespace, Name: ms.TargetPod}
 	pod := &corev1.Pod{}
-	err := r.Client.Get(ctx, key, pod)
+	err = r.Client.Get(ctx, key, pod)
 	if apierrors.IsNotFound(err) && !pending {
 		err = r.APIReader.Get(ctx, key, pod)
 	}
@@ -204,9 +222,25 @@ func (r *Reconciler) observe(ctx context.Context, m *virtv1.VirtualMachineInstan
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get target pod: %w", err)
 	case pending:
-		s.render, s.renderErr = r.renderTarget(s.inst, string(m.UID))
+		s.render, s.renderErr = r.renderTarget(s.inst, string(m.UID), settings.UseEmulation)
 	}
 	return s, nil
+}
+
+// observeInFlight counts the migrations in the cluster that have begun and not ended, from the
+// cache: ParallelMigrationsPerCluster holds the others back.
+func (r *Reconciler) observeInFlight(ctx context.Context, s *scope) error {
+	list := &virtv1.VirtualMachineInstanceMigrationList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return fmt.Errorf("list migrations: %w", err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID != s.m.UID && o.Status.Phase != "" && o.Status.Phase != virtv1.MigrationPending && !o.Status.Phase.IsFinal() {
+			s.inFlight++
+		}
+	}
+	return nil
 }
 
 // observeEarlier finds an older unfinished migration of the same instance, if any.
@@ -252,9 +286,16 @@ func (r *Reconciler) observeLeftovers(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// renderTarget renders the target launcher Pod exactly as the instance's own, on another node.
-func (r *Reconciler) renderTarget(inst *virtv1.VirtualMachineInstance, migrationUID string) (*corev1.Pod, error) {
-	pod, err := podtemplate.RenderPod(inst, r.Config)
+// renderTarget renders the target launcher Pod exactly as the instance's own, on another node: it
+// runs the guest as the source does (emulated or with KVM, by the instance's SoftwareEmulation
+// condition; the cluster's useEmulation when the instance has none).
+func (r *Reconciler) renderTarget(inst *virtv1.VirtualMachineInstance, migrationUID string, useEmulation bool) (*corev1.Pod, error) {
+	cfg := r.Config
+	cfg.UseEmulation = cfg.UseEmulation || useEmulation
+	if c := meta.FindStatusCondition(inst.Status.Conditions, virtv1.VirtualMachineInstanceSoftwareEmulation); c != nil {
+		cfg.UseEmulation = c.Status == metav1.ConditionTrue
+	}
+	pod, err := podtemplate.RenderPod(inst, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -87,6 +87,9 @@ func decide(s *scope) decision {
 		if why := notMigratable(inst); why != "" {
 			return failed(ReasonNotMigratable, why)
 		}
+		if limit := s.settings.ParallelMigrationsPerCluster; limit > 0 && s.inFlight >= int(limit) {
+			return decision{phase: phase, retryAfter: InFlightRetry} // parallelMigrationsPerCluster: wait for a turn
+		}
 		return decision{phase: phase, action: actBegin}
 	}
 	switch {
@@ -103,6 +106,9 @@ func decide(s *scope) decision {
 	}
 	return follow(s)
 }
+
+// InFlightRetry is how soon a migration held back by parallelMigrationsPerCluster looks again.
+const InFlightRetry = 5 * time.Second
 
 // whyDeleted is the failure of a migration deleted before it ended.
 const whyDeleted = "the migration was deleted"

@@ -220,6 +220,25 @@ func TestDecideWaitsForAnotherMigration(t *testing.T) {
 	assert.Equal(t, actBegin, decide(s).action, "the other one ended")
 }
 
+// parallelMigrationsPerCluster holds a migration back while that many others are in flight; zero
+// (a cluster configuration that says nothing) does not.
+func TestDecideParallelMigrationsPerCluster(t *testing.T) {
+	for _, tc := range []struct {
+		limit    uint32
+		inFlight int
+		begins   bool
+	}{{0, 10, true}, {2, 1, true}, {2, 2, false}, {2, 3, false}} {
+		s := observation{phase: pending, target: "absent"}.scope()
+		s.settings.ParallelMigrationsPerCluster, s.inFlight = tc.limit, tc.inFlight
+		d := decide(s)
+		if tc.begins {
+			assert.Equal(t, actBegin, d.action, "%+v", tc)
+			continue
+		}
+		assert.Equal(t, decision{phase: pending, retryAfter: InFlightRetry}, d, "%+v", tc)
+	}
+}
+
 const pending = virtv1.MigrationPending
 
 // TestDecideInvariants walks every phase × agent progress × target Pod state × abort request ×

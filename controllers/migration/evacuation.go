@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 )
 
 // EvacuationRetry is how long after a failed migration an instance still marked for evacuation is
@@ -36,6 +37,8 @@ const (
 type EvacuationReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Cluster is the cluster's configuration: its evictionStrategy for instances that set none.
+	Cluster *clusterconfig.Source
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 }
@@ -64,6 +67,15 @@ func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	node := inst.Status.EvacuationNodeName
 	if node == "" || externallyEvacuated(inst) || inst.Status.NodeName != node || inst.Status.Phase != virtv1.Running || inst.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
+	}
+	if inst.Spec.EvictionStrategy == nil { // the cluster's default applies
+		settings, err := r.Cluster.Read(ctx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if s := settings.EvictionStrategy; s != nil && *s == virtv1.EvictionStrategyExternal {
+			return ctrl.Result{}, nil
+		}
 	}
 	if ms := inst.Status.MigrationState; ms != nil {
 		switch {
@@ -103,7 +115,8 @@ func (r *EvacuationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, nil
 }
 
-// externallyEvacuated: evictionStrategy External leaves an evacuation to another controller.
+// externallyEvacuated: evictionStrategy External leaves an evacuation to another controller (an
+// instance that sets none has the cluster's default, which Reconcile reads).
 func externallyEvacuated(vmi *virtv1.VirtualMachineInstance) bool {
 	return vmi.Spec.EvictionStrategy != nil && *vmi.Spec.EvictionStrategy == virtv1.EvictionStrategyExternal
 }

@@ -18,6 +18,7 @@ import (
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers/podtemplate"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 	"github.com/podvirt/podvirt/internal/optionalapi"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 )
@@ -33,6 +34,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Config    podtemplate.Config
+	// Cluster is the cluster's configuration: its useEmulation renders launcher Pods without
+	// /dev/kvm (Config.UseEmulation is the flag's).
+	Cluster *clusterconfig.Source
 	// Clock tells the time; the real clock when nil.
 	Clock clock.PassiveClock
 	// Discovery tells whether Multus' API is served (required).
@@ -119,7 +123,13 @@ func (r *Reconciler) observe(ctx context.Context, vmi *virtv1.VirtualMachineInst
 	if s.multusMissing, err = r.multusMissing(vmi); err != nil || s.multusMissing != "" {
 		return s, err
 	}
-	s.render, s.renderErr = podtemplate.RenderPod(vmi, r.Config)
+	settings, err := r.Cluster.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := r.Config
+	cfg.UseEmulation = cfg.UseEmulation || settings.UseEmulation
+	s.render, s.renderErr = podtemplate.RenderPod(vmi, cfg)
 	return s, nil
 }
 
