@@ -1,6 +1,12 @@
 package v1
 
-import "strings"
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	netutils "k8s.io/utils/net"
+)
 
 // Network is a network the guest's interfaces attach to.
 //
@@ -36,6 +42,33 @@ type PodNetwork struct {
 	// VMIPv6NetworkCIDR is the guest-side IPv6 network used with masquerade.
 	// +optional
 	VMIPv6NetworkCIDR string `json:"vmIPv6NetworkCIDR,omitempty"`
+}
+
+// GuestCIDRs parses VMNetworkCIDR and VMIPv6NetworkCIDR (nil when unset). As KubeVirt does, an
+// IPv4 octet with leading zeros is read as decimal ("10.10.010.0/24" is 10.10.10.0/24: KubeVirt
+// kept it for compatibility). Each must leave the guest and its gateway an address: a prefix of at
+// most 30 (IPv4) or 126 (IPv6). An error names the field.
+func (p *PodNetwork) GuestCIDRs() (v4, v6 *net.IPNet, err error) {
+	parse := func(name, value string, bits, maxOnes int) (*net.IPNet, error) {
+		if value == "" {
+			return nil, nil
+		}
+		ip, ipnet, err := netutils.ParseCIDRSloppy(value)
+		if err != nil || (ip.To4() != nil) != (bits == 32) {
+			return nil, fmt.Errorf("%s: %q is not an IPv%d CIDR", name, value, map[int]int{32: 4, 128: 6}[bits])
+		}
+		if ones, _ := ipnet.Mask.Size(); ones > maxOnes {
+			return nil, fmt.Errorf("%s: %q leaves no room for the guest and its gateway (prefix at most /%d)", name, value, maxOnes)
+		}
+		return ipnet, nil
+	}
+	if v4, err = parse("vmNetworkCIDR", p.VMNetworkCIDR, 32, 30); err != nil {
+		return nil, nil, err
+	}
+	if v6, err = parse("vmIPv6NetworkCIDR", p.VMIPv6NetworkCIDR, 128, 126); err != nil {
+		return nil, nil, err
+	}
+	return v4, v6, nil
 }
 
 // MultusNetwork is a network defined by a Multus NetworkAttachmentDefinition.

@@ -217,6 +217,11 @@ func validateBindings(spec *virtv1.VirtualMachineInstanceSpec, namespace string,
 		}
 	}
 	for i, n := range spec.Networks {
+		if n.Pod != nil {
+			if _, _, err := n.Pod.GuestCIDRs(); err != nil {
+				errs = append(errs, field.Invalid(networks.Index(i).Child("pod"), n.Pod, err.Error()))
+			}
+		}
 		if n.Multus == nil {
 			continue
 		}

@@ -153,6 +153,12 @@ func TestPolicy(t *testing.T) {
 			s.Domain.Devices.Interfaces = append(s.Domain.Devices.Interfaces, virtv1.Interface{Name: "blue", Bridge: &virtv1.InterfaceBridge{}})
 		}
 	}
+	podCIDR := func(v4, v6 string) func(*virtv1.VirtualMachineInstanceSpec) {
+		return func(s *virtv1.VirtualMachineInstanceSpec) {
+			s.Networks = []virtv1.Network{{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{VMNetworkCIDR: v4, VMIPv6NetworkCIDR: v6}}}}
+			s.Domain.Devices.Interfaces = []virtv1.Interface{{Name: "default", Masquerade: &virtv1.InterfaceMasquerade{}}}
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		policy Policy
@@ -169,6 +175,10 @@ func TestPolicy(t *testing.T) {
 		{"own namespace's network named with it", Policy{}, multus("ns/blue-net"), ""},
 		{"another namespace's network", Policy{}, multus("other/blue-net"), "spec.networks[0].multus.networkName"},
 		{"another namespace's network, allowed", Policy{CrossNamespaceNetworks: true}, multus("other/blue-net"), ""},
+		{"a guest CIDR with leading zeros, as KubeVirt reads it", Policy{}, podCIDR("10.10.010.0/24", ""), ""},
+		{"a guest CIDR that is not one", Policy{}, podCIDR("10.0.0.0", ""), "spec.networks[0].pod"},
+		{"a guest CIDR too small for a gateway", Policy{}, podCIDR("10.0.0.0/31", ""), "spec.networks[0].pod"},
+		{"an IPv6 guest CIDR given as IPv4", Policy{}, podCIDR("", "10.0.0.0/24"), "spec.networks[0].pod"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := spec()

@@ -214,6 +214,9 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"bad vm network", "ports", domainxml.Inputs{}, func(v *virtv1.VirtualMachineInstance) {
 			v.Spec.Networks[1].Pod.VMNetworkCIDR = "10.0.0.0"
 		}, `spec.networks[name=second].pod.vmNetworkCIDR: "10.0.0.0" is not an IPv4 CIDR`},
+		{"a guest CIDR too small", "ports", domainxml.Inputs{}, func(v *virtv1.VirtualMachineInstance) {
+			v.Spec.Networks[1].Pod.VMNetworkCIDR = "10.0.0.0/31"
+		}, `spec.networks[name=second].pod.vmNetworkCIDR: "10.0.0.0/31" leaves no room for the guest and its gateway (prefix at most /30)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -139,21 +139,18 @@ func userInterface(nic *libvirtxml.DomainInterface, iface *virtv1.Interface, pod
 		return fmt.Errorf("%s.bridge: not supported with user-mode pod networking (use masquerade)", field)
 	}
 	nic.Source = &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}}
-	if pod.VMNetworkCIDR != "" {
-		ip, ipnet, err := net.ParseCIDR(pod.VMNetworkCIDR)
-		if err != nil || ip.To4() == nil {
-			return fmt.Errorf("spec.networks[name=%s].pod.vmNetworkCIDR: %q is not an IPv4 CIDR", iface.Name, pod.VMNetworkCIDR)
-		}
-		ones, _ := ipnet.Mask.Size()
-		nic.IP = append(nic.IP, libvirtxml.DomainInterfaceIP{Family: "ipv4", Address: ipnet.IP.String(), Prefix: uint(ones)})
+	v4, v6, err := pod.GuestCIDRs()
+	if err != nil {
+		return fmt.Errorf("spec.networks[name=%s].pod.%w", iface.Name, err)
 	}
-	if pod.VMIPv6NetworkCIDR != "" {
-		ip, ipnet, err := net.ParseCIDR(pod.VMIPv6NetworkCIDR)
-		if err != nil || ip.To4() != nil {
-			return fmt.Errorf("spec.networks[name=%s].pod.vmIPv6NetworkCIDR: %q is not an IPv6 CIDR", iface.Name, pod.VMIPv6NetworkCIDR)
+	for _, n := range []struct {
+		family string
+		ipnet  *net.IPNet
+	}{{"ipv4", v4}, {"ipv6", v6}} {
+		if n.ipnet != nil {
+			ones, _ := n.ipnet.Mask.Size()
+			nic.IP = append(nic.IP, libvirtxml.DomainInterfaceIP{Family: n.family, Address: n.ipnet.IP.String(), Prefix: uint(ones)})
 		}
-		ones, _ := ipnet.Mask.Size()
-		nic.IP = append(nic.IP, libvirtxml.DomainInterfaceIP{Family: "ipv6", Address: ipnet.IP.String(), Prefix: uint(ones)})
 	}
 	return nil
 }
