@@ -5,6 +5,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -63,6 +64,9 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 	base := clusterconfig.Defaults()
 	base.Source, base.UseEmulation = "virt-controller's flags", o.Launcher.UseEmulation
 	cluster := &clusterconfig.Source{Reader: c, Namespace: o.Namespace, Base: base}
+	if err := clusterconfig.Watch(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
 	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)

@@ -25,6 +25,7 @@ import (
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 	"github.com/podvirt/podvirt/internal/splice"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 	"github.com/podvirt/podvirt/nodeagent/accel"
@@ -121,7 +122,10 @@ func migrateRequest(ms *virtv1.VirtualMachineInstanceMigrationState) launcherv1.
 	}
 	if b := mc.BandwidthPerMigration; b != nil && b.Sign() > 0 {
 		const mib = 1 << 20
-		bytes := b.Value() // saturates at MaxInt64
+		bytes := clusterconfig.MaxBandwidthPerMigration.Value()
+		if b.Cmp(clusterconfig.MaxBandwidthPerMigration) < 0 {
+			bytes = b.Value() // within int64
+		}
 		req.BandwidthMiBps = uint64(bytes / mib)
 		if bytes%mib != 0 {
 			req.BandwidthMiBps++ // libvirt counts MiB/s: a cap below one MiB/s is one MiB/s

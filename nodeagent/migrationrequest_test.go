@@ -24,6 +24,7 @@ func TestMigrateRequestCarriesTheSettings(t *testing.T) {
 			launcherv1.MigrateRequest{UID: "u", BandwidthMiBps: 64, CompletionTimeoutPerGiBSeconds: 20}},
 		{"below a MiB rounds up", &virtv1.MigrationConfiguration{BandwidthPerMigration: ptr.To(resource.MustParse("100k"))}, launcherv1.MigrateRequest{UID: "u", BandwidthMiBps: 1}},
 		{"a negative bandwidth is none", &virtv1.MigrationConfiguration{BandwidthPerMigration: ptr.To(resource.MustParse("-1Mi"))}, launcherv1.MigrateRequest{UID: "u"}},
+		{"a bandwidth past 1Ti/s is 1Ti/s", &virtv1.MigrationConfiguration{BandwidthPerMigration: ptr.To(resource.MustParse("9E"))}, launcherv1.MigrateRequest{UID: "u", BandwidthMiBps: 1 << 20}},
 		{"a timeout past the launcher's bound is clamped", &virtv1.MigrationConfiguration{CompletionTimeoutPerGiB: ptr.To[int64](1 << 40)},
 			launcherv1.MigrateRequest{UID: "u", CompletionTimeoutPerGiBSeconds: launcherv1.MaxMigrationTimeoutSeconds}},
 	} {

@@ -316,13 +316,8 @@ func decideFor(node accel.Decision, pod *corev1.Pod) accel.Decision {
 	if node.Emulate {
 		return node
 	}
-	for _, c := range pod.Spec.Containers {
-		if c.Name != launcherv1.ComputeContainer {
-			continue
-		}
-		if _, ok := c.Resources.Limits[corev1.ResourceName(launcherv1.KVMResource)]; ok {
-			return node
-		}
+	if launcherv1.RequestsKVM(pod) {
+		return node
 	}
 	return accel.Decision{Emulate: true, Reason: accel.ReasonEmulationConfigured, Message: fmt.Sprintf(
 		"the guest runs under software emulation (TCG), which is much slower than hardware virtualization: the cluster is configured for emulation (the launcher Pod does not request %s)",

@@ -172,6 +172,9 @@ const (
 	EvictionStrategyExternal              EvictionStrategy = "External"
 )
 
+// EvictionStrategies are the strategies KubeVirt defines.
+var EvictionStrategies = []EvictionStrategy{EvictionStrategyNone, EvictionStrategyLiveMigrate, EvictionStrategyLiveMigrateIfPossible, EvictionStrategyExternal}
+
 // StartStrategy says how the guest starts.
 //
 // +kubebuilder:validation:Enum=Paused

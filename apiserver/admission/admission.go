@@ -48,8 +48,9 @@ const (
 )
 
 // Register adds the webhooks to srv; c reads the instances a migration names and the instancetypes
-// and preferences a VM names, and marks an instance for evacuation when its launcher Pod is evicted.
-func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, policy PolicySource) {
+// and preferences a VM names, and marks an instance for evacuation when its launcher Pod is evicted;
+// namespace is Podvirt's, the one whose KubeVirt object configures the cluster.
+func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, namespace string, policy PolicySource) {
 	reader := client.Reader(c)
 	srv.Register(PathEvictLauncher, &webhook.Admission{Handler: evictionInterceptor{client: c, policy: policy}})
 	srv.Register(PathValidateMigration, admission.WithValidator[*virtv1.VirtualMachineInstanceMigration](s, migrationValidator{reader: reader}))
@@ -57,7 +58,7 @@ func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, policy Pol
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
 	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{reader: reader, policy: policy}))
 	srv.Register(PathValidateReplicaSet, admission.WithValidator[*virtv1.VirtualMachineInstanceReplicaSet](s, replicaSetValidator{policy: policy}))
-	srv.Register(PathValidateKubeVirt, &webhook.Admission{Handler: kubeVirtValidator{reader: reader}})
+	srv.Register(PathValidateKubeVirt, &webhook.Admission{Handler: kubeVirtValidator{reader: reader, namespace: namespace}})
 	srv.Register(PathRefuseUnsupported, &webhook.Admission{Handler: unsupportedRefuser{}})
 }
 

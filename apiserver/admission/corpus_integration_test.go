@@ -22,7 +22,7 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.RunWith(m, &env, testenv.Options{Webhooks: func(srv webhook.Server, s *runtime.Scheme, c client.Client) {
-		admission.Register(countingServer{srv}, s, c, admission.Static(admission.Policy{})) // the defaults a cluster gets
+		admission.Register(countingServer{srv}, s, c, "podvirt", admission.Static(admission.Policy{})) // the defaults a cluster gets
 	}}))
 }
 

@@ -59,7 +59,7 @@ func (h evictionInterceptor) Handle(ctx context.Context, req admission.Request) 
 		return retryLater(fmt.Errorf("get instance %s: %w", owner.Name, err))
 	}
 	policy, err := h.policy.get(ctx)
-	if err != nil {
+	if err != nil && vmi.Spec.EvictionStrategy == nil { // the cluster's default was needed
 		return retryLater(err)
 	}
 	strategy := policy.evictionStrategy(&vmi.Spec)

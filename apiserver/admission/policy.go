@@ -37,7 +37,9 @@ type Policy struct {
 	EvictionStrategy *virtv1.EvictionStrategy
 }
 
-// PolicySource gives the policy in force when a request is admitted.
+// PolicySource gives the policy in force when a request is admitted. With an error it gives the
+// flags' policy alone: validators refuse then, the eviction interceptor goes on for an instance
+// that sets its own strategy.
 type PolicySource func(ctx context.Context) (Policy, error)
 
 // get is the policy in force; a nil source gives the strictest, the zero Policy.
@@ -64,7 +66,7 @@ func FromCluster(base Policy, r client.Reader, namespace string) PolicySource {
 	return func(ctx context.Context) (Policy, error) {
 		s, _, err := clusterconfig.Read(ctx, r, namespace, flags)
 		if err != nil {
-			return Policy{}, err
+			return base, err // the flags alone, for a caller that does not need the rest
 		}
 		p := base
 		p.HostDisk = s.Enabled(FeatureHostDisk)

@@ -38,11 +38,13 @@ func (unsupportedRefuser) Handle(_ context.Context, req admission.Request) admis
 	return admission.Denied(fmt.Sprintf(unsupportedKindsMessage, req.Kind.Kind, req.Resource.Group))
 }
 
-// kubeVirtValidator admits one KubeVirt object in the cluster, as KubeVirt does (a second one
-// would make the configuration ambiguous), and refuses a configuration value out of its bounds,
-// naming the field (clusterconfig.Validate).
+// kubeVirtValidator admits one KubeVirt object, in Podvirt's namespace (a second one would make
+// the configuration ambiguous, one elsewhere is never read), and refuses a configuration value out
+// of its bounds, naming the field (clusterconfig.Validate).
 type kubeVirtValidator struct {
 	reader client.Reader
+	// namespace is Podvirt's: the only one whose KubeVirt object is read (clusterconfig).
+	namespace string
 }
 
 func (v kubeVirtValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -59,8 +61,11 @@ func (v kubeVirtValidator) Handle(ctx context.Context, req admission.Request) ad
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}
+	if req.Namespace != v.namespace {
+		return admission.Denied(fmt.Sprintf("a KubeVirt object configures this cluster only in Podvirt's namespace %s; one in %s would configure nothing", v.namespace, req.Namespace))
+	}
 	var list virtv1.KubeVirtList
-	if err := v.reader.List(ctx, &list); err != nil {
+	if err := v.reader.List(ctx, &list, client.InNamespace(v.namespace)); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list kubevirts: %w", err))
 	}
 	for _, kv := range list.Items {

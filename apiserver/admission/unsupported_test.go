@@ -32,26 +32,28 @@ func TestUnsupportedKindsAreRefusedOnCreateOnly(t *testing.T) {
 	}
 }
 
-// One KubeVirt object per cluster: a second one, in any namespace, is refused naming the first;
-// the first may be applied again.
+// One KubeVirt object per cluster, in Podvirt's namespace: a second one is refused naming the
+// first, one in another namespace is refused naming Podvirt's; the first may be applied again.
 func TestOneKubeVirtObject(t *testing.T) {
-	v := kubeVirtValidator{reader: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
-		&virtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: "kubevirt"}}).Build()}
+	v := kubeVirtValidator{namespace: "podvirt", reader: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		&virtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "podvirt", Name: "kubevirt"}},
+		&virtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "stray", Name: "kubevirt"}}).Build()}
 	create := func(ns, name string) admission.Response {
 		return v.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Create, Namespace: ns, Name: name, Object: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}})
 	}
-	assert.True(t, create("podvirt", "kubevirt").Allowed)
-	for _, other := range [][2]string{{"podvirt", "second"}, {"elsewhere", "kubevirt"}} {
-		resp := create(other[0], other[1])
-		assert.False(t, resp.Allowed, other)
-		assert.Contains(t, resp.Result.Message, "KubeVirt podvirt/kubevirt already configures this cluster")
-	}
+	assert.True(t, create("podvirt", "kubevirt").Allowed, "applied again; one left elsewhere (stray) is not counted")
+	resp := create("podvirt", "second")
+	assert.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, "KubeVirt podvirt/kubevirt already configures this cluster")
+	resp = create("elsewhere", "kubevirt")
+	assert.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, "only in Podvirt's namespace podvirt")
 }
 
 // A setting Podvirt honours is refused out of its bounds, on create and on update, naming the field.
 func TestKubeVirtSettingsWithinBounds(t *testing.T) {
-	v := kubeVirtValidator{reader: fake.NewClientBuilder().WithScheme(scheme.New()).Build()}
+	v := kubeVirtValidator{namespace: "podvirt", reader: fake.NewClientBuilder().WithScheme(scheme.New()).Build()}
 	for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
 		for raw, field := range map[string]string{
 			`{"spec":{"configuration":{"migrations":{"parallelMigrationsPerCluster":0}}}}`:   "spec.configuration.migrations.parallelMigrationsPerCluster",

@@ -129,7 +129,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	admission.Register(hooks, mgr.GetScheme(), direct, admission.FromCluster(policy, mgr.GetClient(), ns))
+	if err := clusterconfig.Watch(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
+	admission.Register(hooks, mgr.GetScheme(), direct, ns, admission.FromCluster(policy, mgr.GetClient(), ns))
 
 	ctx := ctrl.SetupSignalHandler()
 	g, ctx := errgroup.WithContext(ctx)

@@ -38,6 +38,12 @@ const ControllerName = "migration-controller"
 // (KubeVirt's default is 5 minutes too).
 const UnschedulableTimeout = 5 * time.Minute
 
+// TargetReadyTimeout is how long a target Pod may take, from its creation, to be ready to receive
+// the guest (bound, its images pulled, its launcher started and reported by its node agent) before
+// the migration fails (KubeVirt's pending timeout is 15 minutes too). Without it a target stuck in
+// ContainerCreating would hold one of parallelMigrationsPerCluster's places for ever.
+const TargetReadyTimeout = 15 * time.Minute
+
 // Reasons of the migration's Events and failures.
 const (
 	ReasonNotRunning      = "InstanceNotRunning"
@@ -129,10 +135,11 @@ type scope struct {
 	earlier string
 	// settings are the cluster's migration settings (read while the migration has not begun).
 	settings clusterconfig.Migrations
-	// inFlight counts the other migrations in the cluster that have begun and not ended (counted
-	// while this one has not begun).
-	inFlight int
-	now      time.Time
+	// inFlight counts the other migrations in the cluster that have begun and not ended, and ahead
+	// the unended ones that have not begun and are older than this one (counted while this one has
+	// not begun): places under parallelMigrationsPerCluster go oldest first.
+	inFlight, ahead int
+	now             time.Time
 }
 
 // Reconcile moves one migration along: scope, decide, one action, one deferred write of its phase.
@@ -193,26 +200,26 @@ func (r *Reconciler) observe(ctx context.Context, m *virtv1.VirtualMachineInstan
 	}
 	ms := s.inst.Status.MigrationState
 	pending := m.Status.Phase == "" || m.Status.Phase == virtv1.MigrationPending
-	settings, err := r.Cluster.Read(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if ms == nil || ms.MigrationUID != string(m.UID) {
-		if pending {
-			s.settings = settings.Migrations
-			if err := r.observeInFlight(ctx, s); err != nil {
-				return nil, err
-			}
-			return s, r.observeEarlier(ctx, s)
+		if !pending {
+			return s, nil
 		}
-		return s, nil
+		settings, err := r.Cluster.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.settings = settings.Migrations
+		if err := r.observeInFlight(ctx, s); err != nil {
+			return nil, err
+		}
+		return s, r.observeEarlier(ctx, s)
 	}
 	if ms.Completed || ms.Failed {
 		return s, nil
 	}
 	key := client.ObjectKey{Namespace: m.Namespace, Name: ms.TargetPod}
 	pod := &corev1.Pod{}
-	err = r.Client.Get(ctx, key, pod)
+	err := r.Client.Get(ctx, key, pod)
 	if apierrors.IsNotFound(err) && !pending {
 		err = r.APIReader.Get(ctx, key, pod)
 	}
@@ -222,22 +229,51 @@ func (r *Reconciler) observe(ctx context.Context, m *virtv1.VirtualMachineInstan
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get target pod: %w", err)
 	case pending:
-		s.render, s.renderErr = r.renderTarget(s.inst, string(m.UID), settings.UseEmulation)
+		emulate, err := r.targetEmulates(ctx, s.inst)
+		if err != nil {
+			return nil, err
+		}
+		s.render, s.renderErr = r.renderTarget(s.inst, string(m.UID), emulate)
 	}
 	return s, nil
 }
 
-// observeInFlight counts the migrations in the cluster that have begun and not ended, from the
-// cache: ParallelMigrationsPerCluster holds the others back.
+// targetEmulates says whether the target runs the guest emulated, as the source does: by whether
+// the source Pod requests /dev/kvm; with the source Pod gone from the cache, by the instance's
+// SoftwareEmulation condition; without either, by the cluster's configuration.
+func (r *Reconciler) targetEmulates(ctx context.Context, inst *virtv1.VirtualMachineInstance) (bool, error) {
+	source := &corev1.Pod{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: inst.Status.MigrationState.SourcePod}, source)
+	switch {
+	case err == nil:
+		return !launcherv1.RequestsKVM(source), nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("get source pod: %w", err)
+	}
+	if c := meta.FindStatusCondition(inst.Status.Conditions, virtv1.VirtualMachineInstanceSoftwareEmulation); c != nil {
+		return c.Status == metav1.ConditionTrue, nil
+	}
+	settings, err := r.Cluster.Read(ctx)
+	return r.Config.UseEmulation || settings.UseEmulation, err
+}
+
+// observeInFlight counts, from the cache, the migrations in the cluster that have begun and not
+// ended, and the older ones waiting to begin. A migration counts as begun from its first phase
+// after Pending: one that began in the last pass is not yet counted, so the cap may be passed by
+// the few that begin at once.
 func (r *Reconciler) observeInFlight(ctx context.Context, s *scope) error {
 	list := &virtv1.VirtualMachineInstanceMigrationList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return fmt.Errorf("list migrations: %w", err)
 	}
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.UID != s.m.UID && o.Status.Phase != "" && o.Status.Phase != virtv1.MigrationPending && !o.Status.Phase.IsFinal() {
+		switch {
+		case o.UID == s.m.UID || o.Status.Phase.IsFinal() || o.DeletionTimestamp != nil:
+		case o.Status.Phase != "" && o.Status.Phase != virtv1.MigrationPending:
 			s.inFlight++
+		case o.CreationTimestamp.Before(&s.m.CreationTimestamp) || (o.CreationTimestamp.Equal(&s.m.CreationTimestamp) && o.Name < s.m.Name):
+			s.ahead++
 		}
 	}
 	return nil
@@ -286,15 +322,11 @@ func (r *Reconciler) observeLeftovers(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// renderTarget renders the target launcher Pod exactly as the instance's own, on another node: it
-// runs the guest as the source does (emulated or with KVM, by the instance's SoftwareEmulation
-// condition; the cluster's useEmulation when the instance has none).
-func (r *Reconciler) renderTarget(inst *virtv1.VirtualMachineInstance, migrationUID string, useEmulation bool) (*corev1.Pod, error) {
+// renderTarget renders the target launcher Pod exactly as the instance's own, on another node,
+// emulated or not as the source runs (targetEmulates).
+func (r *Reconciler) renderTarget(inst *virtv1.VirtualMachineInstance, migrationUID string, emulate bool) (*corev1.Pod, error) {
 	cfg := r.Config
-	cfg.UseEmulation = cfg.UseEmulation || useEmulation
-	if c := meta.FindStatusCondition(inst.Status.Conditions, virtv1.VirtualMachineInstanceSoftwareEmulation); c != nil {
-		cfg.UseEmulation = c.Status == metav1.ConditionTrue
-	}
+	cfg.UseEmulation = emulate
 	pod, err := podtemplate.RenderPod(inst, cfg)
 	if err != nil {
 		return nil, err

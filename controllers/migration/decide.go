@@ -87,8 +87,8 @@ func decide(s *scope) decision {
 		if why := notMigratable(inst); why != "" {
 			return failed(ReasonNotMigratable, why)
 		}
-		if limit := s.settings.ParallelMigrationsPerCluster; limit > 0 && s.inFlight >= int(limit) {
-			return decision{phase: phase, retryAfter: InFlightRetry} // parallelMigrationsPerCluster: wait for a turn
+		if limit := s.settings.ParallelMigrationsPerCluster; limit > 0 && s.inFlight+s.ahead >= int(limit) {
+			return decision{phase: phase, retryAfter: InFlightRetry} // parallelMigrationsPerCluster: wait for a turn, oldest first
 		}
 		return decision{phase: phase, action: actBegin}
 	}
@@ -145,7 +145,7 @@ func problem(s *scope, phase virtv1.VirtualMachineInstanceMigrationPhase) string
 	case s.target == nil && s.renderErr != nil:
 		return fmt.Sprintf("cannot render the target Pod: %v", s.renderErr)
 	case s.target != nil:
-		return targetProblem(s.target, s.now)
+		return targetProblem(s.target, ms.TargetNodeAddress != "", s.now)
 	}
 	return ""
 }
@@ -177,14 +177,18 @@ func follow(s *scope) decision {
 		return decision{phase: virtv1.MigrationRunning}
 	case ms.TargetNodeAddress != "":
 		return decision{phase: virtv1.MigrationTargetReady}
+	}
+	// Come back when a target that is not ready has waited long enough to give up.
+	readyIn := TargetReadyTimeout - min(max(s.now.Sub(pod.CreationTimestamp.Time), 0), TargetReadyTimeout) + time.Second // bounded: clocks differ
+	switch {
 	case pod.Status.Phase == corev1.PodRunning:
-		d := decision{phase: virtv1.MigrationPreparingTarget}
+		d := decision{phase: virtv1.MigrationPreparingTarget, retryAfter: readyIn}
 		if ms.TargetNode != pod.Spec.NodeName {
 			d.action = actRecordTargetNode
 		}
 		return d
 	case pod.Spec.NodeName != "":
-		return decision{phase: virtv1.MigrationScheduled}
+		return decision{phase: virtv1.MigrationScheduled, retryAfter: readyIn}
 	}
 	// Come back when an unschedulable target has waited long enough to give up.
 	waited := min(max(s.now.Sub(pod.CreationTimestamp.Time), 0), UnschedulableTimeout) // bounded: clocks differ
@@ -203,12 +207,14 @@ func notMigratable(inst *virtv1.VirtualMachineInstance) string {
 }
 
 // targetProblem says why the target Pod cannot receive the guest ("" while it can).
-func targetProblem(pod *corev1.Pod, now time.Time) string {
+func targetProblem(pod *corev1.Pod, ready bool, now time.Time) string {
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return fmt.Sprintf("the target Pod %s is being deleted", pod.Name)
 	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
 		return fmt.Sprintf("the target Pod %s ended (%s)", pod.Name, pod.Status.Phase)
+	case !ready && now.Sub(pod.CreationTimestamp.Time) > TargetReadyTimeout:
+		return fmt.Sprintf("the target Pod %s was not ready to receive the guest within %s (Pod phase %s)", pod.Name, TargetReadyTimeout, pod.Status.Phase)
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&

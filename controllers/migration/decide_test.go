@@ -38,6 +38,8 @@ var targets = map[string]*corev1.Pod{
 	"pending":       targetPod(corev1.PodPending, "", 0),
 	"unschedulable": withUnschedulable(targetPod(corev1.PodPending, "", UnschedulableTimeout+time.Minute)),
 	"young-unsched": withUnschedulable(targetPod(corev1.PodPending, "", time.Minute)),
+	"stuck-bound":   targetPod(corev1.PodPending, "node-b", TargetReadyTimeout+time.Minute),
+	"stuck-running": targetPod(corev1.PodRunning, "node-b", TargetReadyTimeout+time.Minute),
 	"bound":         targetPod(corev1.PodPending, "node-b", 0),
 	"running":       targetPod(corev1.PodRunning, "node-b", 0),
 	"failed":        targetPod(corev1.PodFailed, "node-b", 0),
@@ -172,6 +174,9 @@ func TestDecide(t *testing.T) {
 		{"target young unschedulable", observation{phase: sched, progress: begun, target: "young-unsched"}, sched, actNone, ""},
 		{"target unschedulable too long", observation{phase: sched, progress: begun, target: "unschedulable"}, sched, actFailInstance, ReasonMigrationFailed},
 		{"target bound", observation{phase: sched, progress: begun, target: "bound"}, scheduled, actNone, ""},
+		{"target bound, never running past the ready timeout", observation{phase: scheduled, progress: begun, target: "stuck-bound"}, scheduled, actFailInstance, ReasonMigrationFailed},
+		{"target running, never ready past the ready timeout", observation{phase: preparing, progress: targetNodeKnown, target: "stuck-running"}, preparing, actFailInstance, ReasonMigrationFailed},
+		{"an old target once ready is not timed out", observation{phase: ready, progress: targetReady, target: "stuck-running"}, ready, actNone, ""},
 		{"target running: node recorded", observation{phase: scheduled, progress: begun, target: "running"}, preparing, actRecordTargetNode, ""},
 		{"target running, node known", observation{phase: preparing, progress: targetNodeKnown, target: "running"}, preparing, actNone, ""},
 		{"target ready", observation{phase: preparing, progress: targetReady, target: "running"}, ready, actNone, ""},
@@ -220,16 +225,16 @@ func TestDecideWaitsForAnotherMigration(t *testing.T) {
 	assert.Equal(t, actBegin, decide(s).action, "the other one ended")
 }
 
-// parallelMigrationsPerCluster holds a migration back while that many others are in flight; zero
-// (a cluster configuration that says nothing) does not.
+// parallelMigrationsPerCluster holds a migration back while that many others are in flight or
+// older ones wait for the places left; zero (no cap) does not.
 func TestDecideParallelMigrationsPerCluster(t *testing.T) {
 	for _, tc := range []struct {
-		limit    uint32
-		inFlight int
-		begins   bool
-	}{{0, 10, true}, {2, 1, true}, {2, 2, false}, {2, 3, false}} {
+		limit           uint32
+		inFlight, ahead int
+		begins          bool
+	}{{0, 10, 3, true}, {2, 1, 0, true}, {2, 2, 0, false}, {2, 3, 0, false}, {2, 1, 1, false}, {2, 0, 1, true}} {
 		s := observation{phase: pending, target: "absent"}.scope()
-		s.settings.ParallelMigrationsPerCluster, s.inFlight = tc.limit, tc.inFlight
+		s.settings.ParallelMigrationsPerCluster, s.inFlight, s.ahead = tc.limit, tc.inFlight, tc.ahead
 		d := decide(s)
 		if tc.begins {
 			assert.Equal(t, actBegin, d.action, "%+v", tc)

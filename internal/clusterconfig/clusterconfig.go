@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
@@ -43,16 +45,17 @@ type Migrations struct {
 	ParallelMigrationsPerCluster uint32
 }
 
-// KubeVirt's defaults for the migration settings.
+// KubeVirt's defaults for the migration settings (the completion timeout is the launcher's own).
 const (
-	DefaultCompletionTimeoutPerGiB      = 150
+	DefaultCompletionTimeoutPerGiB      = int64(launcherv1.MigrationCompletionTimeoutPerGiB / time.Second)
 	DefaultParallelMigrationsPerCluster = 5
 )
 
-// Bounds of the settings: beyond them a value is refused (admission) or ignored (Resolve).
+// Bounds of the settings: beyond them a value is refused (admission) or ignored (Resolve). The
+// completion timeout's is the launcher's (launcherv1.MaxMigrationTimeoutSeconds).
 const (
-	MaxCompletionTimeoutPerGiB = 24 * 60 * 60
-	MaxParallelMigrations      = 1000
+	MaxParallelMigrations = 1000
+	MaxFeatureGates       = 200
 )
 
 // MaxBandwidthPerMigration is the largest bandwidth cap accepted: 1 TiB/s.
@@ -85,7 +88,7 @@ func Resolve(base Settings, kv *virtv1.KubeVirt) (Settings, field.ErrorList) {
 	bad := func(p *field.Path) bool {
 		return slices.ContainsFunc(errs, func(e *field.Error) bool { return strings.HasPrefix(e.Field, p.String()) })
 	}
-	if dc := cfg.DeveloperConfiguration; dc != nil {
+	if dc := cfg.DeveloperConfiguration; dc != nil && !bad(at.Child("developerConfiguration")) {
 		gates := append(slices.Clone(base.FeatureGates), dc.FeatureGates...)
 		gates = slices.DeleteFunc(gates, func(g string) bool { return g == "" || slices.Contains(dc.DisabledFeatureGates, g) })
 		slices.Sort(gates)
@@ -114,12 +117,15 @@ func Resolve(base Settings, kv *virtv1.KubeVirt) (Settings, field.ErrorList) {
 // object with errors, and Resolve ignores the fields they name.
 func Validate(cfg *virtv1.KubeVirtConfiguration, at *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if es := cfg.EvictionStrategy; es != nil {
-		switch *es {
-		case virtv1.EvictionStrategyNone, virtv1.EvictionStrategyLiveMigrate, virtv1.EvictionStrategyLiveMigrateIfPossible, virtv1.EvictionStrategyExternal:
-		default:
-			errs = append(errs, field.NotSupported(at.Child("evictionStrategy"), *es,
-				[]string{string(virtv1.EvictionStrategyNone), string(virtv1.EvictionStrategyLiveMigrate), string(virtv1.EvictionStrategyLiveMigrateIfPossible), string(virtv1.EvictionStrategyExternal)}))
+	if es := cfg.EvictionStrategy; es != nil && !slices.Contains(virtv1.EvictionStrategies, *es) {
+		errs = append(errs, field.NotSupported(at.Child("evictionStrategy"), *es, virtv1.EvictionStrategies))
+	}
+	if dc := cfg.DeveloperConfiguration; dc != nil {
+		dat := at.Child("developerConfiguration")
+		for name, gates := range map[string][]string{"featureGates": dc.FeatureGates, "disabledFeatureGates": dc.DisabledFeatureGates} {
+			if len(gates) > MaxFeatureGates {
+				errs = append(errs, field.TooMany(dat.Child(name), len(gates), MaxFeatureGates))
+			}
 		}
 	}
 	mc := cfg.MigrationConfiguration
@@ -130,8 +136,8 @@ func Validate(cfg *virtv1.KubeVirtConfiguration, at *field.Path) field.ErrorList
 	if b := mc.BandwidthPerMigration; b != nil && (b.Sign() < 0 || b.Cmp(MaxBandwidthPerMigration) > 0) {
 		errs = append(errs, field.Invalid(mat.Child("bandwidthPerMigration"), b.String(), "must be between 0 (unlimited) and "+MaxBandwidthPerMigration.String()+" bytes per second"))
 	}
-	if t := mc.CompletionTimeoutPerGiB; t != nil && (*t < 1 || *t > MaxCompletionTimeoutPerGiB) {
-		errs = append(errs, field.Invalid(mat.Child("completionTimeoutPerGiB"), *t, fmt.Sprintf("must be between 1 and %d seconds", MaxCompletionTimeoutPerGiB)))
+	if t := mc.CompletionTimeoutPerGiB; t != nil && (*t < 1 || *t > launcherv1.MaxMigrationTimeoutSeconds) {
+		errs = append(errs, field.Invalid(mat.Child("completionTimeoutPerGiB"), *t, fmt.Sprintf("must be between 1 and %d seconds", launcherv1.MaxMigrationTimeoutSeconds)))
 	}
 	if n := mc.ParallelMigrationsPerCluster; n != nil && (*n < 1 || *n > MaxParallelMigrations) {
 		errs = append(errs, field.Invalid(mat.Child("parallelMigrationsPerCluster"), *n, fmt.Sprintf("must be between 1 and %d", MaxParallelMigrations)))
@@ -182,4 +188,13 @@ func (s *Source) Read(ctx context.Context) (Settings, error) {
 	}
 	settings, _, err := Read(ctx, s.Reader, s.Namespace, s.Base)
 	return settings, err
+}
+
+// Watch has the cache watch KubeVirt objects from its start, with its other informers: a component
+// that cannot read them (RBAC, no CRD) then fails as it starts, not at its first decision.
+func Watch(ctx context.Context, c cache.Cache) error {
+	if _, err := c.GetInformer(ctx, &virtv1.KubeVirt{}, cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("watch the cluster configuration (KubeVirt objects): %w", err)
+	}
+	return nil
 }

@@ -76,3 +76,16 @@ func TestEnabled(t *testing.T) {
 	assert.True(t, s.Enabled("HostDisk"))
 	assert.False(t, s.Enabled("hostdisk"))
 }
+
+// A developerConfiguration with more gates than MaxFeatureGates is refused and, if it got in, ignored.
+func TestTooManyGates(t *testing.T) {
+	gates := make([]string, MaxFeatureGates+1)
+	for i := range gates {
+		gates[i] = "HostDisk"
+	}
+	got, errs := Resolve(Defaults(), kubeVirt(virtv1.KubeVirtConfiguration{DeveloperConfiguration: &virtv1.DeveloperConfiguration{FeatureGates: gates, UseEmulation: true}}))
+	assert.Len(t, errs, 1)
+	assert.Equal(t, "spec.configuration.developerConfiguration.featureGates", errs[0].Field)
+	assert.False(t, got.Enabled("HostDisk"))
+	assert.False(t, got.UseEmulation)
+}

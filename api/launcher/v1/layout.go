@@ -3,6 +3,8 @@ package v1
 import (
 	"path"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Names and paths inside the launcher Pod. The controller renders the Pod with them, the launcher
@@ -122,6 +124,18 @@ const (
 	// VhostNetResource is /dev/vhost-net.
 	VhostNetResource = DeviceResourcePrefix + "vhost-net"
 )
+
+// RequestsKVM reports whether the launcher Pod's compute container requests KVMResource: virt-controller
+// requests it unless the cluster runs guests under emulation, and a guest without it runs emulated.
+func RequestsKVM(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == ComputeContainer {
+			_, ok := c.Resources.Limits[corev1.ResourceName(KVMResource)]
+			return ok
+		}
+	}
+	return false
+}
 
 // Labels and annotations on launcher Pods.
 const (
