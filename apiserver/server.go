@@ -37,6 +37,10 @@ type Options struct {
 	// Kubeconfig reaches the kube-apiserver for delegated authentication and authorization; empty:
 	// in-cluster.
 	Kubeconfig string
+	// Healthz, when set, answers GET /healthz in place of the server's own check: KubeVirt's
+	// tools read the cluster configuration's version there (clusterconfig.Healthz). /livez and
+	// /readyz stay the server's.
+	Healthz http.Handler
 }
 
 // resources is the group's discovery: the subresources and the verb each is authorized with.
@@ -74,6 +78,12 @@ func NewServer(o Options, h *Handlers) (*genericapiserver.GenericAPIServer, erro
 	}
 
 	cfg := genericapiserver.NewConfig(codecs)
+	if o.Healthz != nil {
+		chain := cfg.BuildHandlerChainFunc
+		cfg.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
+			return withHealthz(chain(api, c), o.Healthz)
+		}
+	}
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	cfg.EnableProfiling = false
 	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(
@@ -95,6 +105,18 @@ func NewServer(o Options, h *Handlers) (*genericapiserver.GenericAPIServer, erro
 	}
 	install(s, h)
 	return s, nil
+}
+
+// withHealthz answers GET /healthz with healthz, before the server's filters (it is public, as
+// the server's own /healthz is), and passes everything else on.
+func withHealthz(next, healthz http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" && r.Method == http.MethodGet {
+			healthz.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // publicVersion lets every authenticated user read the group's version (a resource request to the

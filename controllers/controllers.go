@@ -40,6 +40,9 @@ type Options struct {
 	ReplicaSetBurst int
 	// Clock tells every controller the time; the real clock when nil.
 	Clock clock.PassiveClock
+	// HealthzAddr, when set, serves clusterconfig.HealthzServer there (KubeVirt's tools call
+	// :8443/healthz for the configuration version seen).
+	HealthzAddr string
 }
 
 // DefaultConcurrentReconciles is how many objects each controller reconciles at once (never one
@@ -66,6 +69,11 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 	cluster := &clusterconfig.Source{Reader: c, Namespace: o.Namespace, Base: base}
 	if err := clusterconfig.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return err
+	}
+	if o.HealthzAddr != "" {
+		if err := mgr.Add(&clusterconfig.HealthzServer{Addr: o.HealthzAddr, Source: cluster}); err != nil {
+			return fmt.Errorf("add the healthz server: %w", err)
+		}
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {

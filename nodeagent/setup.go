@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/boottime"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 	"github.com/podvirt/podvirt/nodeagent/accel"
 )
 
@@ -46,6 +48,9 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// SubresourceAddr is where the pause/unpause server listens (--listen); empty: no server.
 	SubresourceAddr string
+	// ConfigHealthzAddr, when set, serves clusterconfig.HealthzServer there: the version of the
+	// cluster configuration (the KubeVirt object in Namespace) the agent has seen.
+	ConfigHealthzAddr string
 	// SubresourceListener, when set, serves the subresources instead of listening on SubresourceAddr.
 	SubresourceListener net.Listener
 	// SubresourceTLS, when set, serves the subresources over (mutual) TLS; see AgentTLS.
@@ -92,9 +97,12 @@ func (c Config) Validate() error {
 }
 
 // CacheOptions limits the manager's cache to this node: instances whose status.nodeName is the
-// node (a field selector the CRD declares selectable) and launcher Pods whose spec.nodeName is.
-func CacheOptions(node string) cache.Options {
+// node (a field selector the CRD declares selectable) and launcher Pods whose spec.nodeName is;
+// and the KubeVirt object to Podvirt's namespace.
+func CacheOptions(node, namespace string) cache.Options {
+	kv, kvCache := clusterconfig.CacheByObject(namespace)
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		kv:                               kvCache,
 		&virtv1.VirtualMachineInstance{}: {Field: fields.OneTermEqualSelector("status.nodeName", node)},
 		&corev1.Pod{}: {
 			Field: fields.OneTermEqualSelector("spec.nodeName", node),
@@ -181,6 +189,15 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Agent, error) {
 	hb, err := heartbeatClient(mgr, cfg.HeartbeatInterval)
 	if err != nil {
 		return nil, err
+	}
+	if err := clusterconfig.Watch(context.Background(), mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	if cfg.ConfigHealthzAddr != "" {
+		src := &clusterconfig.Source{Reader: mgr.GetClient(), Namespace: cfg.Namespace, Base: clusterconfig.Defaults()}
+		if err := mgr.Add(&clusterconfig.HealthzServer{Addr: cfg.ConfigHealthzAddr, Source: src}); err != nil {
+			return nil, fmt.Errorf("add the configuration healthz server: %w", err)
+		}
 	}
 	a.Heartbeat.Client = hb
 	a.Reconciler.Vouch = a.vouch(heartbeatClock)

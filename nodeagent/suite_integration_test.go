@@ -91,7 +91,7 @@ func (n *node) startAs(t *testing.T, cfg *rest.Config) *agent {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
-		Cache:                  nodeagent.CacheOptions(n.name),
+		Cache:                  nodeagent.CacheOptions(n.name, n.ns),
 		Client:                 nodeagent.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -133,6 +133,7 @@ func run() error {
 		return err
 	}
 	admission.Register(hooks, mgr.GetScheme(), direct, ns, admission.FromCluster(policy, mgr.GetClient(), ns))
+	o.Healthz = clusterconfig.Healthz(&clusterconfig.Source{Reader: mgr.GetClient(), Namespace: ns, Base: clusterconfig.Defaults()})
 
 	ctx := ctrl.SetupSignalHandler()
 	g, ctx := errgroup.WithContext(ctx)

@@ -33,6 +33,8 @@ type Settings struct {
 	Migrations Migrations
 	// Source says where the settings come from, for messages: "flags" or the KubeVirt object.
 	Source string
+	// ResourceVersion is the KubeVirt object's the settings were read from ("" without one).
+	ResourceVersion string
 }
 
 // Migrations are the live migration settings Podvirt honours, with KubeVirt's defaults.
@@ -82,6 +84,7 @@ func Resolve(base Settings, kv *virtv1.KubeVirt) (Settings, field.ErrorList) {
 	}
 	s := base
 	s.Source = fmt.Sprintf("KubeVirt %s/%s (generation %d)", kv.Namespace, kv.Name, kv.Generation)
+	s.ResourceVersion = kv.ResourceVersion
 	cfg := &kv.Spec.Configuration
 	at := field.NewPath("spec", "configuration")
 	errs := Validate(cfg, at)
