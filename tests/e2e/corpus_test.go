@@ -240,8 +240,9 @@ func manifestCases(t *testing.T, f *framework.Framework) []badInput {
 		spec, _ := m.Object.Object["spec"].(map[string]any)
 		_, instancetype := spec["instancetype"]
 		_, preference := spec["preference"]
-		if m.Refused == "" || strings.Contains(m.Refused, "hostDisk") || strings.Contains(m.Refused, "multus") || instancetype || preference {
-			continue // accepted, or refused only by a policy this cluster may not have, or by objects it lacks
+		if m.Refused == "" || strings.Contains(m.Refused, "hostDisk") || strings.Contains(m.Refused, "multus") ||
+			strings.Contains(m.Refused, "evictionStrategy") || instancetype || preference {
+			continue // accepted, or refused only by a policy this cluster may not have (the local one allows External), or by objects it lacks
 		}
 		out = append(out, badInput{kind: "manifest", name: m.File, want: m.Refused, try: func(*testing.T) string {
 			obj := m.Object.DeepCopy()
