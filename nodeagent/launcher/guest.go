@@ -101,6 +101,8 @@ type guest struct {
 	terminated  bool // SIGTERM while the guest ran, without a stop request (see ReasonTerminated)
 	grace       *time.Timer
 	stopped     *lifecycle
+	// watchdogOff: the guest's watchdog expired and its action is poweroff (qemu exits).
+	watchdogOff bool
 	misses      int
 	// synced is closed by the first sync (warmUp stops waiting for it).
 	synced     chan struct{}
@@ -192,7 +194,10 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 		case r := <-g.reqs:
 			r.reply <- g.handle(ctx, r)
 		case ev := <-g.hv.events:
-			if g.dom != nil && ev.event == libvirt.DOMAIN_EVENT_STOPPED {
+			switch {
+			case g.dom != nil && ev.watchdog != nil:
+				g.watchdogOff = *ev.watchdog == libvirt.DOMAIN_EVENT_WATCHDOG_POWEROFF
+			case g.dom != nil && ev.event == libvirt.DOMAIN_EVENT_STOPPED:
 				g.stopped = &ev
 			}
 		case <-graceC:
@@ -440,6 +445,8 @@ func (g *guest) finalState() (launcherv1.DomainState, string, string) {
 		return launcherv1.DomainCrashed, launcherv1.ReasonTerminated,
 			"the launcher was terminated while the guest ran, without a stop request: the kubelet stopped it (a failed liveness probe, " +
 				"a node shutdown) or its Pod was deleted; the guest was shut down (" + how + ")"
+	case g.watchdogOff: // whether qemu reports it as a shutdown or as its exit
+		return launcherv1.DomainCrashed, launcherv1.ReasonWatchdog, "the guest's watchdog expired and powered it off"
 	case detail == int(libvirt.DOMAIN_EVENT_STOPPED_SHUTDOWN):
 		return launcherv1.DomainShutoff, launcherv1.ReasonGuestShutdown, "the guest powered off"
 	case g.killReq:

@@ -29,10 +29,11 @@ cgroup_controllers = [ ]
 namespaces = [ ]
 `
 
-// lifecycle is one libvirt domain lifecycle event.
+// lifecycle is one libvirt domain lifecycle event, or the guest's watchdog expiring (watchdog set).
 type lifecycle struct {
-	event  libvirt.DomainEventType
-	detail int
+	event    libvirt.DomainEventType
+	detail   int
+	watchdog *libvirt.DomainEventWatchdogAction
 }
 
 // eventLoop runs libvirt's default event loop, which delivers the events of every connection of
@@ -85,9 +86,10 @@ func (l *eventLoop) close() {
 // guest, or the libvirt daemon of a migration target the guest arrives in (see daemon). Domains
 // it runs die with the launcher: close destroys them.
 type hypervisor struct {
-	conn   *libvirt.Connect
-	events chan lifecycle
-	cbID   int
+	conn       *libvirt.Connect
+	events     chan lifecycle
+	cbID       int
+	watchdogID int
 	// runDir is where the driver keeps each domain's pid file (<domain>.pid).
 	runDir string
 }
@@ -205,6 +207,18 @@ func connect(uri, runDir string) (*hypervisor, error) {
 		_, _ = conn.Close()
 		return nil, fmt.Errorf("register lifecycle events on %s: %w", uri, err)
 	}
+	h.watchdogID, err = conn.DomainEventWatchdogRegister(nil, func(_ *libvirt.Connect, _ *libvirt.Domain, ev *libvirt.DomainEventWatchdog) {
+		action := ev.Action
+		select {
+		case h.events <- lifecycle{watchdog: &action}:
+		default: // the guest then ends without its watchdog named: as a crash
+		}
+	})
+	if err != nil {
+		_ = conn.DomainEventDeregister(h.cbID)
+		_, _ = conn.Close()
+		return nil, fmt.Errorf("register watchdog events on %s: %w", uri, err)
+	}
 	return h, nil
 }
 
@@ -218,5 +232,6 @@ func (h *hypervisor) close() {
 		}
 	}
 	_ = h.conn.DomainEventDeregister(h.cbID)
+	_ = h.conn.DomainEventDeregister(h.watchdogID)
 	_, _ = h.conn.Close()
 }

@@ -19,6 +19,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/qemumem"
+	"github.com/podvirt/podvirt/nodeagent/launcher"
 	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 )
 
@@ -121,6 +122,38 @@ func TestRealGuestEFI(t *testing.T) {
 // waits for the user data to finish, shuts the guest down (ACPI) and returns its serial console.
 func bootOnce(t *testing.T, name, userData string, mutate func(*virtv1.VirtualMachineInstance)) string {
 	t.Helper()
+	p, serial := bootDemo(t, name, userData, mutate)
+	waitLog(t, 120*time.Second, serial, "user-data exited")
+	raw, err := os.ReadFile(serial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
+	if code, final := p.waitExit(60 * time.Second); code != 0 {
+		t.Fatalf("exit %d, final %+v", code, final)
+	}
+	return string(raw)
+}
+
+// TestRealGuestWatchdogPowersOff: the guest arms its i6300esb with busybox's watchdog (as KubeVirt's
+// conformance spec 4641 does) and stops feeding it; the watchdog's poweroff ends the guest, and the
+// launcher says so (the instance fails with WatchdogExpired, not as a qemu crash).
+func TestRealGuestWatchdogPowersOff(t *testing.T) {
+	p, serial := bootDemo(t, "watchdog", "#!/bin/sh\nwatchdog -t 1 -T 3 /dev/watchdog && sleep 1 && killall -9 watchdog\n", func(v *virtv1.VirtualMachineInstance) {
+		v.Spec.Domain.Devices.Watchdog = &virtv1.Watchdog{Name: "wd", I6300ESB: &virtv1.I6300ESBWatchdog{Action: virtv1.WatchdogActionPoweroff}}
+	})
+	waitLog(t, 120*time.Second, serial, "user-data exited")
+	code, final := p.waitExit(60 * time.Second)
+	if code != launcher.ExitCrashed || final.Reason != launcherv1.ReasonWatchdog {
+		raw, _ := os.ReadFile(serial)
+		t.Fatalf("exit %d, final %+v; want %d with %s\n%s", code, final, launcher.ExitCrashed, launcherv1.ReasonWatchdog, raw)
+	}
+}
+
+// bootDemo boots the demo disk in a new launcher for VMI ns/name with the user data (after mutate)
+// and returns the launcher and the guest's serial log.
+func bootDemo(t *testing.T, name, userData string, mutate func(*virtv1.VirtualMachineInstance)) (*pod, string) {
+	t.Helper()
 	p := startPod(t, name)
 	v := vmi(name, 30)
 	if _, err := diskcopy.Copy(filepath.Join(demoGuest(t), "demo.qcow2"), filepath.Join(p.private, launcherv1.DisksDir, "containerdisk")+"/"); err != nil {
@@ -136,17 +169,7 @@ func bootOnce(t *testing.T, name, userData string, mutate func(*virtv1.VirtualMa
 	}
 	mutate(v)
 	p.sync(v)
-	serial := filepath.Join(p.private, launcherv1.SerialLog)
-	waitLog(t, 120*time.Second, serial, "user-data exited")
-	raw, err := os.ReadFile(serial)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.must(http.StatusAccepted, http.MethodPost, launcherv1.PathShutdown, launcherv1.ShutdownRequest{GracePeriodSeconds: 30})
-	if code, final := p.waitExit(60 * time.Second); code != 0 {
-		t.Fatalf("exit %d, final %+v", code, final)
-	}
-	return string(raw)
+	return p, filepath.Join(p.private, launcherv1.SerialLog)
 }
 
 // TestRealGuestPersistentTPM boots the demo guest twice with a persistent TPM on the same state

@@ -142,6 +142,8 @@ const (
 	ReasonQemuCrashed = "QemuCrashed"
 	// ReasonGuestCrashed: the guest crashed (panic notifier).
 	ReasonGuestCrashed = "GuestCrashed"
+	// ReasonWatchdog: the guest's watchdog expired and its action stopped the guest.
+	ReasonWatchdog = "WatchdogExpired"
 	// ReasonQemuKilled: qemu was killed without a request (e.g. by a signal from outside).
 	ReasonQemuKilled = "QemuKilled"
 	// ReasonTerminated: the launcher was terminated (SIGTERM) while its guest ran and nobody had
