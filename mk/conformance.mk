@@ -4,8 +4,8 @@ CONFORMANCE_OUT   ?= $(PODVIRT_CACHE)/conformance/last
 CONFORMANCE_SHORT_OUT ?= $(PODVIRT_CACHE)/conformance/short
 # The short subset make test runs on the e2e cluster: fast specs of features Podvirt ships, by
 # KubeVirt's test ids (docs/conformance.md lists them). Every one must pass.
-CONFORMANCE_SHORT ?= test_id:(3161|1523|1526|4645|3196|4118|3110|3111|3112)\]|EvictionStratgy: External
-CONFORMANCE_SHORT_COUNT ?= 10
+CONFORMANCE_SHORT ?= test_id:(3161|1523|1526|4645|3196|4118|3110|3111|3112|4641)\]|EvictionStratgy: External
+CONFORMANCE_SHORT_COUNT ?= 11
 CONFORMANCE_ENV    = KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECTL=$$(hack/kube-binaries.sh kubectl)/kubectl VIRTCTL=$(VIRTCTL)
 
 .PHONY: conformance conformance-build conformance-short
