@@ -65,7 +65,7 @@ func BenchmarkControllerWritesPerVMStart(b *testing.B) {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 		startCounted(b, ctrlWrites, cacheOpts, client.Options{}, func(mgr ctrl.Manager) error { return controllers.AddToManager(mgr, o) })
 		launchers := &runningLaunchers{synced: map[string]bool{}}
-		startCounted(b, agentWrites, nodeagent.CacheOptions(benchNode), nodeagent.ClientOptions(), func(mgr ctrl.Manager) error {
+		startCounted(b, agentWrites, nodeagent.CacheOptions(benchNode, ns), nodeagent.ClientOptions(), func(mgr ctrl.Manager) error {
 			_, err := nodeagent.Setup(mgr, nodeagent.Config{
 				NodeName: benchNode, PodName: "virt-handler-bench", Namespace: ns,
 				Accel: accel.Decide(true, accel.Result{}), Dial: launchers.dial,
