@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-
-	netutils "k8s.io/utils/net"
 )
 
 // Network is a network the guest's interfaces attach to.
@@ -53,7 +51,7 @@ func (p *PodNetwork) GuestCIDRs() (v4, v6 *net.IPNet, err error) {
 		if value == "" {
 			return nil, nil
 		}
-		ip, ipnet, err := netutils.ParseCIDRSloppy(value)
+		ip, ipnet, err := net.ParseCIDR(withoutLeadingZeros(value))
 		if err != nil || (ip.To4() != nil) != (bits == 32) {
 			return nil, fmt.Errorf("%s: %q is not an IPv%d CIDR", name, value, map[int]int{32: 4, 128: 6}[bits])
 		}
@@ -69,6 +67,24 @@ func (p *PodNetwork) GuestCIDRs() (v4, v6 *net.IPNet, err error) {
 		return nil, nil, err
 	}
 	return v4, v6, nil
+}
+
+// withoutLeadingZeros drops the leading zeros of a dotted IPv4 CIDR's octets ("10.10.010.0/24" is
+// 10.10.10.0/24, decimal, as KubeVirt reads it); anything else is returned as it is.
+func withoutLeadingZeros(cidr string) string {
+	addr, bits, ok := strings.Cut(cidr, "/")
+	octets := strings.Split(addr, ".")
+	if !ok || len(octets) != 4 {
+		return cidr
+	}
+	for i, o := range octets {
+		if t := strings.TrimLeft(o, "0"); t != "" {
+			octets[i] = t
+		} else if o != "" {
+			octets[i] = "0"
+		}
+	}
+	return strings.Join(octets, ".") + "/" + bits
 }
 
 // MultusNetwork is a network defined by a Multus NetworkAttachmentDefinition.
