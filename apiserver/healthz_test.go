@@ -15,6 +15,7 @@ func TestWithHealthz(t *testing.T) {
 		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("config")) }))
 	for _, tc := range []struct{ method, path, want string }{
 		{http.MethodGet, "/healthz", "config"},
+		{http.MethodGet, "//healthz", "config"}, // as KubeVirt's tools ask
 		{http.MethodGet, "/healthz/ping", "server"},
 		{http.MethodPost, "/healthz", "server"},
 		{http.MethodGet, "/readyz", "server"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
 	"slices"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -22,6 +23,7 @@ import (
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	"github.com/podvirt/podvirt/internal/clusterconfig"
 )
 
 // Versions of subresources.kubevirt.io this server serves, the preferred first.
@@ -107,11 +109,12 @@ func NewServer(o Options, h *Handlers) (*genericapiserver.GenericAPIServer, erro
 	return s, nil
 }
 
-// withHealthz answers GET /healthz with healthz, before the server's filters (it is public, as
-// the server's own /healthz is), and passes everything else on.
+// withHealthz answers GET clusterconfig.HealthzPath with healthz, before the server's filters (it
+// is public, as the server's own /healthz is), and passes everything else on. The path is cleaned
+// first: KubeVirt's tools ask for "//healthz".
 func withHealthz(next, healthz http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" && r.Method == http.MethodGet {
+		if r.Method == http.MethodGet && path.Clean("/"+r.URL.Path) == clusterconfig.HealthzPath {
 			healthz.ServeHTTP(w, r)
 			return
 		}

@@ -51,8 +51,11 @@ func (p *PodNetwork) GuestCIDRs() (v4, v6 *net.IPNet, err error) {
 		if value == "" {
 			return nil, nil
 		}
-		ip, ipnet, err := net.ParseCIDR(withoutLeadingZeros(value))
-		if err != nil || (ip.To4() != nil) != (bits == 32) {
+		if len(value) > maxCIDRLength {
+			return nil, fmt.Errorf("%s: longer than %d characters", name, maxCIDRLength)
+		}
+		_, ipnet, err := net.ParseCIDR(withoutLeadingZeros(value))
+		if err != nil || len(ipnet.Mask)*8 != bits { // an IPv4-mapped IPv6 CIDR is IPv6
 			return nil, fmt.Errorf("%s: %q is not an IPv%d CIDR", name, value, map[int]int{32: 4, 128: 6}[bits])
 		}
 		if ones, _ := ipnet.Mask.Size(); ones > maxOnes {
@@ -68,6 +71,9 @@ func (p *PodNetwork) GuestCIDRs() (v4, v6 *net.IPNet, err error) {
 	}
 	return v4, v6, nil
 }
+
+// maxCIDRLength bounds a guest CIDR's text (an IPv6 CIDR takes at most 49 characters).
+const maxCIDRLength = 64
 
 // withoutLeadingZeros drops the leading zeros of a dotted IPv4 CIDR's octets ("10.10.010.0/24" is
 // 10.10.10.0/24, decimal, as KubeVirt reads it); anything else is returned as it is.

@@ -36,6 +36,8 @@ func TestGuestCIDRs(t *testing.T) {
 		{v4: "010.000.2.00/24", wantV4: "10.0.2.0/24"},
 		{v4: "10.0.0256.0/24", err: "is not an IPv4 CIDR"},
 		{v4: "10.0..0/24", err: "is not an IPv4 CIDR"},
+		{v4: "::ffff:10.0.0.0/120", err: "is not an IPv4 CIDR"},
+		{v4: strings.Repeat("0", 70) + "10.0.0.0/24", err: "longer than 64 characters"},
 		{v4: "10.0.2.7/24", v6: "fd10:0:2::/120", wantV4: "10.0.2.0/24", wantV6: "fd10:0:2::/120"},
 		{},
 		{v4: "10.0.0.0", err: "vmNetworkCIDR: \"10.0.0.0\" is not an IPv4 CIDR"},

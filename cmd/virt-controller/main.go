@@ -53,7 +53,7 @@ func run() error {
 	flag.StringVar(&storagePerDisk, "storage-per-container-disk", defStorage.PerContainerDisk.String(), "node disk one containerDisk volume may use: its image's copy and the guest's writes over it")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	flag.StringVar(&o.HealthzAddr, "config-healthz-bind-address", fmt.Sprintf(":%d", clusterconfig.HealthzPort), "HTTPS address of /healthz with the cluster configuration's version seen, where KubeVirt's tools look (empty disables it)")
+	flag.StringVar(&o.HealthzAddr, "config-healthz-bind-address", clusterconfig.DefaultHealthzAddr, "HTTPS address of /healthz with the cluster configuration's version seen, where KubeVirt's tools look (empty disables it)")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so only one replica acts at a time")
 	flag.StringVar(&o.Namespace, "namespace", ns, "namespace of Podvirt's components (node agent heartbeats, leader lease)")
 	flag.StringVar(&o.Launcher.LauncherImage, "launcher-image", "docker.io/podvirt/virt-launcher:dev", "image of the launcher Pods")

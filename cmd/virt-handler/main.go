@@ -80,7 +80,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.tlsSecret, "tls-secret", agentv1.CertSecret, "Secret (in --namespace) with the node CA's ca.crt (the agent's own certificate is signed by virt-api on request)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8187", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8188", "address of the /healthz and /readyz endpoints")
-	fs.StringVar(&o.configHealthzAddr, "config-healthz-bind-address", fmt.Sprintf(":%d", clusterconfig.HealthzPort), "HTTPS address of /healthz with the cluster configuration's version seen, where KubeVirt's tools look (empty disables it; the agent runs in the node's network)")
+	fs.StringVar(&o.configHealthzAddr, "config-healthz-bind-address", clusterconfig.DefaultHealthzAddr, "HTTPS address of /healthz with the cluster configuration's version seen, where KubeVirt's tools look (empty disables it; the agent runs in the node's network)")
 	fs.DurationVar(&o.pollInterval, "launcher-poll-interval", 2*time.Second, "how often a launcher is asked for its guest's state")
 	fs.StringVar(&o.hostDiskDir, "host-disk-dir", launcherv1.HostDiskRoot, "where the node's "+launcherv1.HostDiskRoot+" (hostDisk images) is mounted in the agent")
 	fs.StringVar(&o.hostDiskBudget, "host-disk-namespace-budget", resource.NewQuantity(nodeagent.DefaultHostDiskBudget.Bytes, resource.BinarySI).String(), "how large one namespace's hostDisk images on this node may be together (their sizes: what their guests may write); a DiskOrCreate past it is refused")

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"time"
@@ -48,10 +50,16 @@ func Healthz(src *Source) http.Handler {
 
 // HealthzServer serves Healthz over HTTPS on Addr with a self-signed certificate made at start
 // (KubeVirt's tools do not verify it; nothing else is served there). It runs on every replica.
+// Addr should be the loopback (DefaultHealthzAddr): KubeVirt's tools reach it through a
+// port-forward, and nobody else needs it. An address that is taken is logged and the component
+// runs on without it: a status report never takes a component down.
 type HealthzServer struct {
 	Addr   string
 	Source *Source
 }
+
+// DefaultHealthzAddr is the loopback at HealthzPort: reached by `kubectl port-forward`, by no Pod.
+var DefaultHealthzAddr = fmt.Sprintf("127.0.0.1:%d", HealthzPort)
 
 // NeedLeaderElection is false: every replica reports what it has seen.
 func (h *HealthzServer) NeedLeaderElection() bool { return false }
@@ -66,17 +74,20 @@ func (h *HealthzServer) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("healthz certificate: %w", err)
 	}
+	log := ctrl.Log.WithName("healthz")
 	ln, err := net.Listen("tcp", h.Addr)
 	if err != nil {
-		return fmt.Errorf("healthz: listen on %s: %w", h.Addr, err)
+		log.Error(err, "Not reporting the configuration version: the address is not available", "address", h.Addr)
+		return nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle(HealthzPath, Healthz(h.Source))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: healthzTimeout, ReadTimeout: healthzTimeout, WriteTimeout: 2 * healthzTimeout,
-		MaxHeaderBytes: 16 << 10, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+		IdleTimeout: healthzTimeout, MaxHeaderBytes: 16 << 10, ErrorLog: stdlog.New(io.Discard, "", 0), // no log line per bad handshake
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(ln, "", "") }()
-	ctrl.Log.WithName("healthz").Info("Reporting the configuration version seen", "address", ln.Addr().String(), "path", HealthzPath)
+	log.Info("Reporting the configuration version seen", "address", ln.Addr().String(), "path", HealthzPath)
 	select {
 	case err := <-done:
 		return fmt.Errorf("healthz: %w", err)
@@ -84,9 +95,11 @@ func (h *HealthzServer) Start(ctx context.Context) error {
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), healthzTimeout)
 	defer cancel()
-	err = srv.Shutdown(shutdown)
-	if serveErr := <-done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return fmt.Errorf("healthz: %w", serveErr)
+	if err := srv.Shutdown(shutdown); err != nil {
+		_ = srv.Close() // connections still open past the timeout
 	}
-	return err
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("healthz: %w", err)
+	}
+	return nil
 }

@@ -2,10 +2,14 @@ package clusterconfig
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,11 +48,36 @@ func TestHealthzReportsTheVersionSeen(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 }
 
-// The server starts, and stops when its context ends.
-func TestHealthzServerStops(t *testing.T) {
+// The server answers over TLS (KubeVirt's tools ask for "//healthz"), and stops when its context
+// ends; an address already taken leaves the component running without it.
+func TestHealthzServer(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	assert.NoError(t, (&HealthzServer{Addr: taken.Addr().String()}).Start(t.Context()), "a taken address is not an error")
+
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := free.Addr().String()
+	require.NoError(t, free.Close())
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- (&HealthzServer{Addr: "127.0.0.1:0"}).Start(ctx) }()
+	go func() {
+		done <- (&HealthzServer{Addr: addr, Source: &Source{Reader: c, Namespace: "podvirt"}}).Start(ctx)
+	}()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a self-signed certificate, as KubeVirt's tools accept it
+	var body []byte
+	require.Eventually(t, func() bool {
+		resp, err := hc.Get("https://" + addr + "//healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 50*time.Millisecond)
+	assert.JSONEq(t, `{"apiserver":"ok","config-resource-version":""}`, string(body))
 	cancel()
 	assert.NoError(t, <-done)
 }

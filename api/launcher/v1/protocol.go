@@ -142,7 +142,7 @@ const (
 	ReasonQemuCrashed = "QemuCrashed"
 	// ReasonGuestCrashed: the guest crashed (panic notifier).
 	ReasonGuestCrashed = "GuestCrashed"
-	// ReasonWatchdog: the guest's watchdog expired and its action stopped the guest.
+	// ReasonWatchdog: the guest's watchdog expired and its action (poweroff) powered the guest off.
 	ReasonWatchdog = "WatchdogExpired"
 	// ReasonQemuKilled: qemu was killed without a request (e.g. by a signal from outside).
 	ReasonQemuKilled = "QemuKilled"
