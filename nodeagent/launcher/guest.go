@@ -103,7 +103,8 @@ type guest struct {
 	stopped     *lifecycle
 	// watchdogOff: the guest's watchdog expired and its action is poweroff (qemu exits).
 	watchdogOff bool
-	misses      int
+	// goneSince is when the domain was first found gone before its STOPPED event was read.
+	goneSince time.Time
 	// synced is closed by the first sync (warmUp stops waiting for it).
 	synced     chan struct{}
 	syncedOnce sync.Once
@@ -385,13 +386,17 @@ func (g *guest) shutdown(grace time.Duration) error {
 	return nil
 }
 
+// stoppedEventWait is how long a domain found gone waits for its STOPPED event before it ends
+// without one (the run loop polls every second).
+const stoppedEventWait = 2 * time.Second
+
 // refresh publishes the domain's current state; gone reports the domain has ended, with its final status.
 func (g *guest) refresh() (final launcherv1.Status, gone bool) {
 	st := launcherv1.Status{Emulation: g.emulation, Interfaces: g.ifaces, QemuPID: g.qemuPID(), Migration: g.migrationStatus()}
 	state, reason, err := g.dom.GetState()
 	switch {
 	case err == nil && state != libvirt.DOMAIN_SHUTOFF && state != libvirt.DOMAIN_CRASHED:
-		g.misses = 0
+		g.goneSince = time.Time{}
 		st.State = stateOf(state)
 		st.Reason, st.Message = launcherv1.ReasonStarted, g.memMessage
 		if st.State == launcherv1.DomainPaused && reason == int(libvirt.DOMAIN_PAUSED_SHUTTING_DOWN) && !g.shutdownReq {
@@ -412,9 +417,13 @@ func (g *guest) refresh() (final launcherv1.Status, gone bool) {
 		}
 		g.publish(st)
 		return st, false
-	case g.stopped == nil && g.misses < 2:
-		// The domain is gone but its STOPPED event has not been read yet: give it a poll or two.
-		g.misses++
+	case g.stopped == nil && (g.goneSince.IsZero() || time.Since(g.goneSince) < stoppedEventWait):
+		// The domain is gone but its STOPPED event (how it ended) has not been read yet: wait for
+		// it a while, by time, not by passes (a burst of other events, a SIGTERM, must not use the
+		// wait up: under load a guest that powered off was reported killed).
+		if g.goneSince.IsZero() {
+			g.goneSince = time.Now()
+		}
 		return st, false
 	}
 	st.QemuPID = 0
