@@ -65,7 +65,7 @@ func AddToManager(mgr ctrl.Manager, o Options) error {
 	reader := mgr.GetAPIReader()
 	c := mgr.GetClient()
 	base := clusterconfig.Defaults()
-	base.Source, base.UseEmulation = "virt-controller's flags", o.Launcher.UseEmulation
+	base.UseEmulation = o.Launcher.UseEmulation
 	cluster := &clusterconfig.Source{Reader: c, Namespace: o.Namespace, Base: base}
 	if err := clusterconfig.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return err

@@ -209,10 +209,7 @@ func (r *Reconciler) observe(ctx context.Context, m *virtv1.VirtualMachineInstan
 			return nil, err
 		}
 		s.settings = settings.Migrations
-		if err := r.observeInFlight(ctx, s); err != nil {
-			return nil, err
-		}
-		return s, r.observeEarlier(ctx, s)
+		return s, r.observeOthers(ctx, s)
 	}
 	if ms.Completed || ms.Failed {
 		return s, nil
@@ -257,42 +254,31 @@ func (r *Reconciler) targetEmulates(ctx context.Context, inst *virtv1.VirtualMac
 	return r.Config.UseEmulation || settings.UseEmulation, err
 }
 
-// observeInFlight counts, from the cache, the migrations in the cluster that have begun and not
-// ended, and the older ones waiting to begin. A migration counts as begun from its first phase
-// after Pending: one that began in the last pass is not yet counted, so the cap may be passed by
-// the few that begin at once.
-func (r *Reconciler) observeInFlight(ctx context.Context, s *scope) error {
+// observeOthers reads, in one pass over the cache's migrations, what a migration that has not
+// begun waits for: an older unfinished migration of the same instance (it goes first, so two never
+// take turns overwriting the instance's state), the migrations in the cluster that have begun and
+// not ended, and the older ones waiting to begin (parallelMigrationsPerCluster's places go oldest
+// first). A migration counts as begun from its first phase after Pending: one that began in the
+// last pass is not yet counted, so the cap may be passed by the few that begin at once.
+func (r *Reconciler) observeOthers(ctx context.Context, s *scope) error {
 	list := &virtv1.VirtualMachineInstanceMigrationList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return fmt.Errorf("list migrations: %w", err)
 	}
 	for i := range list.Items {
 		o := &list.Items[i]
-		switch {
-		case o.UID == s.m.UID || o.Status.Phase.IsFinal() || o.DeletionTimestamp != nil:
-		case o.Status.Phase != "" && o.Status.Phase != virtv1.MigrationPending:
-			s.inFlight++
-		case o.CreationTimestamp.Before(&s.m.CreationTimestamp) || (o.CreationTimestamp.Equal(&s.m.CreationTimestamp) && o.Name < s.m.Name):
-			s.ahead++
-		}
-	}
-	return nil
-}
-
-// observeEarlier finds an older unfinished migration of the same instance, if any.
-func (r *Reconciler) observeEarlier(ctx context.Context, s *scope) error {
-	list := &virtv1.VirtualMachineInstanceMigrationList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.m.Namespace)); err != nil {
-		return fmt.Errorf("list migrations: %w", err)
-	}
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.UID == s.m.UID || o.Spec.VMIName != s.m.Spec.VMIName || o.Status.Phase.IsFinal() || o.DeletionTimestamp != nil {
+		if o.UID == s.m.UID || o.Status.Phase.IsFinal() || o.DeletionTimestamp != nil {
 			continue
 		}
-		if o.CreationTimestamp.Before(&s.m.CreationTimestamp) || (o.CreationTimestamp.Equal(&s.m.CreationTimestamp) && o.Name < s.m.Name) {
+		older := o.CreationTimestamp.Before(&s.m.CreationTimestamp) || (o.CreationTimestamp.Equal(&s.m.CreationTimestamp) && o.Name < s.m.Name)
+		if older && s.earlier == "" && o.Namespace == s.m.Namespace && o.Spec.VMIName == s.m.Spec.VMIName {
 			s.earlier = o.Name
-			return nil
+		}
+		switch {
+		case o.Status.Phase != "" && o.Status.Phase != virtv1.MigrationPending:
+			s.inFlight++
+		case older:
+			s.ahead++
 		}
 	}
 	return nil

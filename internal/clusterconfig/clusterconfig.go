@@ -31,8 +31,6 @@ type Settings struct {
 	EvictionStrategy *virtv1.EvictionStrategy
 	// Migrations are the live migration settings.
 	Migrations Migrations
-	// Source says where the settings come from, for messages: "flags" or the KubeVirt object.
-	Source string
 	// ResourceVersion is the KubeVirt object's the settings were read from ("" without one).
 	ResourceVersion string
 }
@@ -65,7 +63,7 @@ var MaxBandwidthPerMigration = resource.MustParse("1Ti")
 
 // Defaults are the settings without a KubeVirt object and without flags.
 func Defaults() Settings {
-	return Settings{Source: "defaults", Migrations: Migrations{
+	return Settings{Migrations: Migrations{
 		CompletionTimeoutPerGiB:      DefaultCompletionTimeoutPerGiB,
 		ParallelMigrationsPerCluster: DefaultParallelMigrationsPerCluster,
 	}}
@@ -83,7 +81,6 @@ func Resolve(base Settings, kv *virtv1.KubeVirt) (Settings, field.ErrorList) {
 		return base, nil
 	}
 	s := base
-	s.Source = fmt.Sprintf("KubeVirt %s/%s (generation %d)", kv.Namespace, kv.Name, kv.Generation)
 	s.ResourceVersion = kv.ResourceVersion
 	cfg := &kv.Spec.Configuration
 	at := field.NewPath("spec", "configuration")
@@ -125,10 +122,11 @@ func Validate(cfg *virtv1.KubeVirtConfiguration, at *field.Path) field.ErrorList
 	}
 	if dc := cfg.DeveloperConfiguration; dc != nil {
 		dat := at.Child("developerConfiguration")
-		for name, gates := range map[string][]string{"featureGates": dc.FeatureGates, "disabledFeatureGates": dc.DisabledFeatureGates} {
-			if len(gates) > MaxFeatureGates {
-				errs = append(errs, field.TooMany(dat.Child(name), len(gates), MaxFeatureGates))
-			}
+		if n := len(dc.FeatureGates); n > MaxFeatureGates {
+			errs = append(errs, field.TooMany(dat.Child("featureGates"), n, MaxFeatureGates))
+		}
+		if n := len(dc.DisabledFeatureGates); n > MaxFeatureGates {
+			errs = append(errs, field.TooMany(dat.Child("disabledFeatureGates"), n, MaxFeatureGates))
 		}
 	}
 	mc := cfg.MigrationConfiguration

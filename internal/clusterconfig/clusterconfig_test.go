@@ -30,13 +30,12 @@ func TestResolve(t *testing.T) {
 	}{
 		{name: "no object: the flags", base: flags, kv: nil, want: func(*Settings) {}},
 		{name: "empty configuration keeps the flags", base: flags, kv: kubeVirt(virtv1.KubeVirtConfiguration{}),
-			want: func(s *Settings) { s.Source = "KubeVirt podvirt/kubevirt (generation 3)" }},
+			want: func(*Settings) {}},
 		{name: "gates added, disabled removed, emulation added", base: flags,
 			kv: kubeVirt(virtv1.KubeVirtConfiguration{DeveloperConfiguration: &virtv1.DeveloperConfiguration{
 				FeatureGates: []string{"Snapshot", "LiveMigration", "Snapshot"}, DisabledFeatureGates: []string{"HostDisk"}, UseEmulation: true}}),
 			want: func(s *Settings) {
 				s.FeatureGates, s.UseEmulation = []string{"LiveMigration", "Snapshot"}, true
-				s.Source = "KubeVirt podvirt/kubevirt (generation 3)"
 			}},
 		{name: "eviction and migrations replace the defaults", base: Defaults(),
 			kv: kubeVirt(virtv1.KubeVirtConfiguration{EvictionStrategy: &live, MigrationConfiguration: &virtv1.MigrationConfiguration{
@@ -45,13 +44,12 @@ func TestResolve(t *testing.T) {
 			want: func(s *Settings) {
 				s.EvictionStrategy = &live
 				s.Migrations = Migrations{BandwidthPerMigration: resource.MustParse("64Mi"), CompletionTimeoutPerGiB: 20, ParallelMigrationsPerCluster: 1}
-				s.Source = "KubeVirt podvirt/kubevirt (generation 3)"
 			}},
 		{name: "values out of bounds are ignored and named", base: Defaults(),
 			kv: kubeVirt(virtv1.KubeVirtConfiguration{EvictionStrategy: &bogus, MigrationConfiguration: &virtv1.MigrationConfiguration{
 				BandwidthPerMigration: ptr.To(resource.MustParse("-1")), CompletionTimeoutPerGiB: ptr.To[int64](0),
 				ParallelMigrationsPerCluster: ptr.To[uint32](0), ParallelOutboundMigrationsPerNode: ptr.To[uint32](5000)}}), // not honoured: kept as given
-			want: func(s *Settings) { s.Source = "KubeVirt podvirt/kubevirt (generation 3)" },
+			want: func(*Settings) {},
 			errs: []string{"spec.configuration.evictionStrategy", "spec.configuration.migrations.bandwidthPerMigration",
 				"spec.configuration.migrations.completionTimeoutPerGiB", "spec.configuration.migrations.parallelMigrationsPerCluster"}},
 	}
