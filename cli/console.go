@@ -141,7 +141,7 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 		if tty {
 			s, err = o.interactive(ctx, ws, input)
 		} else {
-			s = &session{ws: ws, out: o.Out, expect: o.expect}
+			s = &session{ws: ws, out: o.Out, expect: o.expect, queries: &queryStripper{}}
 			sessionCtx, cancel := ctx, context.CancelFunc(func() {})
 			if o.expect != nil {
 				sessionCtx, cancel = context.WithDeadline(ctx, deadline)

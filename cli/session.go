@@ -19,6 +19,8 @@ type session struct {
 	ws     *websocket.Conn
 	out    io.Writer
 	expect *regexp.Regexp
+	// queries, in scripted use, takes terminal queries out of the guest's output (queries.go).
+	queries *queryStripper
 
 	// Outcome, read after run returns.
 	userEnded   bool // the escape key
@@ -47,8 +49,14 @@ func (s *session) run(ctx context.Context, input <-chan []byte, escape byte) err
 				} else {
 					s.closeReason = "connection lost: " + err.Error()
 				}
+				if s.queries != nil {
+					_, _ = s.out.Write(s.queries.flush())
+				}
 				cancel(errServerClosed)
 				return
+			}
+			if s.queries != nil {
+				data = s.queries.strip(data)
 			}
 			if _, err := s.out.Write(data); err != nil {
 				cancel(err)

@@ -103,17 +103,25 @@ cluster-sync: cluster-ensure-up images ## Rebuild images, import the changed one
 	$(PODVIRT_CLUSTER) sync-images $(wildcard $(IMAGE_CACHE)/*.tar) $(patsubst image-%,$(IMAGE_CACHE)/%.tar,$(IMAGE_TARGETS))
 	$(MAKE) --no-print-directory deploy
 
-# CoreDNS, the local cluster's DNS (github.com/coredns/coredns, built from the Go module proxy once
-# per version): podvirt-cluster up runs it on the first node's address behind the Service
-# kube-system/kube-dns, as every real cluster has one (internal/localcluster/dns.go).
+# CoreDNS, the local cluster's DNS (github.com/coredns/coredns from the Go module proxy, with only the
+# plugins its Corefile uses: hack/coredns/main.go), built once per version and plugin list (other
+# builds pruned: podvirt-cluster up without --coredns takes the one cached):
+# podvirt-cluster up runs it on the first node's address behind the Service kube-system/kube-dns, as
+# every real cluster has one (internal/localcluster/dns.go).
 COREDNS_VERSION := v1.14.7
-COREDNS         := $(PODVIRT_CACHE)/bin/coredns-$(COREDNS_VERSION)/coredns
+COREDNS_KEY     := $(COREDNS_VERSION)-$(shell sha256sum hack/coredns/main.go | cut -c1-8)
+COREDNS         := $(PODVIRT_CACHE)/bin/coredns-$(COREDNS_KEY)/coredns
+COREDNS_SRC     := $(PODVIRT_CACHE)/src/coredns-$(COREDNS_KEY)
 
 .PHONY: coredns
 coredns: ## Build CoreDNS once per version (the local cluster's DNS)
-	@[ -x $(COREDNS) ] || { echo "building coredns $(COREDNS_VERSION) (once)"; \
-		src=$$(GOFLAGS=-mod=mod go mod download -json github.com/coredns/coredns@$(COREDNS_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') && \
-		[ -n "$$src" ] && cd "$$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod $(HEAVY) go build -trimpath -ldflags='-s -w' -o $(COREDNS).tmp . && mv $(COREDNS).tmp $(COREDNS); }
+	@[ -x $(COREDNS) ] || { echo "building coredns $(COREDNS_KEY) (once)"; \
+		mkdir -p $(COREDNS_SRC) && sed '/^\/\/go:build ignore$$/d' hack/coredns/main.go >$(COREDNS_SRC)/main.go && cd $(COREDNS_SRC) && \
+		printf 'module podvirt.local/corednsbuild\n\ngo 1.26\n\nrequire github.com/coredns/coredns $(COREDNS_VERSION)\n' >go.mod && \
+		GOFLAGS=-mod=mod go mod tidy -e && \
+		CGO_ENABLED=0 GOFLAGS=-mod=mod $(HEAVY) go build -trimpath -ldflags='-s -w' -o $(COREDNS).tmp . && \
+		mv $(COREDNS).tmp $(COREDNS) && \
+		find $(PODVIRT_CACHE)/bin $(PODVIRT_CACHE)/src -maxdepth 1 -name 'coredns-*' ! -name 'coredns-$(COREDNS_KEY)' -exec rm -rf {} +; }
 
 # Multus' thin CNI plugin (gopkg.in/k8snetworkplumbingwg/multus-cni.v4, built from the Go module
 # proxy and cached by version): the e2e tests install it on the local cluster for secondary networks

@@ -103,3 +103,53 @@ func TestHelpers(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundIn reads a node's mountinfo as it was when a second node was added to a running first
+// one: the host's kubelet dir (bound over itself, so rooted at /var/lib/kubelet) copied into the
+// new namespace is not the node's own bind, whose root is the node's directory.
+func TestBoundIn(t *testing.T) {
+	const src = "/var/lib/podvirt-cluster/nodes/n2/host/var/lib/kubelet"
+	copied := `22 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+504 22 254:0 /var/lib/kubelet /var/lib/kubelet rw,relatime - ext4 /dev/vda rw
+505 504 0:39 / /var/lib/kubelet/pods/624b/volumes/kubernetes.io~projected/kube-api-access-s rw,relatime - tmpfs tmpfs rw
+`
+	if boundIn(copied, src, "/var/lib/kubelet") {
+		t.Error("the host's copied kubelet dir was taken for the node's bind")
+	}
+	ours := copied + "596 504 254:0 " + src + " /var/lib/kubelet rw,relatime shared:20 - ext4 /dev/vda rw\n"
+	if !boundIn(ours, src, "/var/lib/kubelet") {
+		t.Error("the node's own bind was not found")
+	}
+	// The state directory on a filesystem of its own: the bind's root is relative to it.
+	own := "22 1 254:0 / / rw - ext4 /dev/vda rw\n30 22 254:1 / /var/lib/podvirt-cluster rw - ext4 /dev/vdb rw\n" +
+		"40 22 254:1 /nodes/n2/host/var/lib/kubelet /var/lib/kubelet rw shared:3 - ext4 /dev/vdb rw\n"
+	if !boundIn(own, src, "/var/lib/kubelet") {
+		t.Error("a bind from a separately mounted state directory was not found")
+	}
+	if boundIn(own, src, "/var/log/pods") {
+		t.Error("a bind at another target was taken")
+	}
+}
+
+func TestMountsBeneath(t *testing.T) {
+	info := `22 1 254:0 / / rw - ext4 /dev/vda rw
+30 22 0:25 / /run rw - tmpfs tmpfs rw
+31 30 0:4 net:[4026532300] /run/netns/cni-a rw - nsfs nsfs rw
+32 30 0:4 net:[4026532301] /run/netns/cni-b rw - nsfs nsfs rw
+33 30 0:25 /netns2 /run/netns2 rw - tmpfs tmpfs rw
+34 22 254:0 /var/lib/kubelet /var/lib/kubelet rw - ext4 /dev/vda rw
+35 34 0:39 / /var/lib/kubelet/pods/a/volumes/x rw - tmpfs tmpfs rw
+36 34 254:0 /var/lib/kubelet /var/lib/kubelet rw shared:20 - ext4 /dev/vda rw
+`
+	got := strings.Join(mountsBeneath(info, "/run/netns"), " ")
+	if got != "/run/netns/cni-a /run/netns/cni-b" {
+		t.Errorf("beneath /run/netns (not itself a mount point): %q", got)
+	}
+	got = strings.Join(mountsBeneath(info, "/var/lib/kubelet"), " ")
+	if got != "/var/lib/kubelet /var/lib/kubelet/pods/a/volumes/x" {
+		t.Errorf("beneath /var/lib/kubelet: %q", got)
+	}
+	if got := mountsBeneath(info, "/var/log/pods"); len(got) != 0 {
+		t.Errorf("nothing is mounted beneath /var/log/pods: %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -179,11 +180,7 @@ func (c Config) cleanNetwork(ctx context.Context, rec hostRecord) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, ns := range c.ourNetns() {
-		if _, err := run(ctx, "ip", "netns", "delete", ns); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, c.deleteNetns(ctx, rec))
 	for _, br := range []string{c.Bridge, SecondaryBridge} {
 		if _, err := run(ctx, "ip", "link", "show", br); err == nil {
 			if _, err := run(ctx, "ip", "link", "delete", br); err != nil {
@@ -203,6 +200,33 @@ func (c Config) cleanNetwork(ctx context.Context, rec hostRecord) error {
 	return errors.Join(errs...)
 }
 
+// deleteNetns deletes the first node's pods' network namespaces. A namespace file stays busy while
+// a copy of its mount sits beneath a later bind of /run/netns over itself (what `ip netns add`
+// made when a node was added to a cluster whose first node already ran pods, before Up made
+// /run/netns a mount point of its own): if /run/netns is a mount Up made, it is detached (with
+// the copies) and the rest deleted again.
+func (c Config) deleteNetns(ctx context.Context, rec hostRecord) error {
+	var errs []error
+	for _, ns := range c.ourNetns() {
+		if _, err := run(ctx, "ip", "netns", "delete", ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 || !mountPoints()[netnsRunDir] || slices.Contains(rec.MountPoints, netnsRunDir) {
+		return errors.Join(errs...)
+	}
+	if err := syscall.Unmount(netnsRunDir, syscall.MNT_DETACH); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("unmount %s: %w", netnsRunDir, err))...)
+	}
+	errs = nil
+	for _, ns := range c.ourNetns() {
+		if _, err := run(ctx, "ip", "netns", "delete", ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // kubeProxyBinary finds kube-proxy in the binary cache (kube-proxy --cleanup needs no cluster).
 func (c Config) kubeProxyBinary() string {
 	matches, _ := filepath.Glob(filepath.Join(c.CacheDir, "bin", "kubernetes-*", "kube-proxy"))
@@ -215,7 +239,7 @@ func (c Config) kubeProxyBinary() string {
 // ourNetns lists the first node's pods' network namespaces (containerd's CRI names them
 // cni-<uuid>; an extra node's live in its own mount namespace).
 func (c Config) ourNetns() []string {
-	entries, _ := os.ReadDir("/run/netns")
+	entries, _ := os.ReadDir(netnsRunDir)
 	var out []string
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "cni-") {
@@ -337,7 +361,7 @@ func (c Config) ourMounts() []string {
 	if err != nil {
 		return nil
 	}
-	prefixes := []string{c.StateDir + "/", c.KubeletRootDir + "/", "/run/netns/cni-", "/run/containerd/"}
+	prefixes := []string{c.StateDir + "/", c.KubeletRootDir + "/", netnsRunDir + "/cni-", "/run/containerd/"}
 	seen := map[string]bool{}
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {

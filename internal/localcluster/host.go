@@ -88,8 +88,36 @@ var sysctls = map[string]string{
 // hostPathsWritten are host paths the kubelet and containerd write whatever their configuration,
 // and the parent of the node agent's hostDisk directory (launcherv1.HostDiskRoot).
 func (c Config) hostPathsWritten() []string {
-	return []string{c.KubeletRootDir, "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/netns", "/run/containerd",
+	return []string{c.KubeletRootDir, "/var/log/pods", "/var/log/containers", "/var/lib/cni", netnsRunDir, "/run/containerd",
 		filepath.Dir(launcherv1.HostDiskRoot)}
+}
+
+// netnsRunDir is where ip and containerd pin network namespaces (one of hostPathsWritten).
+const netnsRunDir = "/run/netns"
+
+// ensureNetnsRunDir makes /run/netns a shared mount point of its own before any pod runs, as
+// `ip netns add` does on its first use. Left to ip, that first use came when a second node was
+// added, and by then the first node's pods had their network namespaces mounted there: ip binds
+// the directory over itself recursively, stacking a copy over each, and a pod's namespace file
+// stayed busy when the pod ended (containerd unmounts the top copy only), so its pods never
+// finished terminating and cluster-down failed. With mounts already beneath it (a cluster brought
+// up before this), the directory is left as it is: a bind would hide them.
+func ensureNetnsRunDir(ctx context.Context) error {
+	if mountPoints()[netnsRunDir] {
+		return nil
+	}
+	if err := os.MkdirAll(netnsRunDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", netnsRunDir, err)
+	}
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	if len(mountsBeneath(string(data), netnsRunDir)) > 0 {
+		return nil
+	}
+	if _, err := run(ctx, "mount", "--bind", netnsRunDir, netnsRunDir); err != nil {
+		return err
+	}
+	_, err := run(ctx, "mount", "--make-shared", netnsRunDir)
+	return err
 }
 
 func (c Config) hostRecordPath() string { return c.path("host.json") }

@@ -170,7 +170,7 @@ func (c Config) ensureNodeHost(ctx context.Context, n node) error {
 // veth is repeated on each Up, so that a half-made node is completed.
 func (c Config) ensureNodeNetwork(ctx context.Context, n node) error {
 	ns := n.netns()
-	if !exists(filepath.Join("/run/netns", ns)) {
+	if !exists(filepath.Join(netnsRunDir, ns)) {
 		if _, err := run(ctx, "ip", "netns", "add", ns); err != nil {
 			return err
 		}
@@ -256,16 +256,40 @@ func pinMountNamespace(ctx context.Context, dir, file string, dirMounted bool) e
 	return err
 }
 
-// boundIn reports whether mountinfo (of the node's mount namespace) shows source bound at target.
+// boundIn reports whether mountinfo (of the node's mount namespace) shows source bound at target:
+// a mount at target of the filesystem holding source, rooted at source's own path within it. A
+// copy of the host's mount at target does not count, even when its root (the host kubelet binds
+// /var/lib/kubelet over itself) is a suffix of source.
 func boundIn(mountinfo, source, target string) bool {
+	dev, root, ok := pathInFilesystem(mountinfo, source)
+	if !ok {
+		return false
+	}
 	for _, line := range strings.Split(mountinfo, "\n") {
-		// The root is the source's path within its filesystem: a suffix of the absolute path.
-		if f := strings.Fields(line); len(f) > 4 && unescapeMount(f[4]) == target &&
-			unescapeMount(f[3]) != "/" && strings.HasSuffix(source, unescapeMount(f[3])) {
+		if f := strings.Fields(line); len(f) > 4 && unescapeMount(f[4]) == target && f[2] == dev && unescapeMount(f[3]) == root {
 			return true
 		}
 	}
 	return false
+}
+
+// pathInFilesystem finds the mount holding path in mountinfo (the longest mount point above it)
+// and returns its device (major:minor) and path's location within that filesystem.
+func pathInFilesystem(mountinfo, path string) (dev, root string, ok bool) {
+	best := -1
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) <= 4 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		rel, err := filepath.Rel(mp, path)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || len(mp) < best {
+			continue
+		}
+		best, dev, root, ok = len(mp), f[2], filepath.Join(unescapeMount(f[3]), rel), true
+	}
+	return dev, root, ok
 }
 
 // bindInto binds source at target inside the mount namespace pinned at mntns, as the only mount
@@ -278,12 +302,59 @@ func bindInto(ctx context.Context, mntns, source, target string) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	_, _ = run(ctx, "nsenter", "--mount="+mntns, "umount", "-R", target) // the host's, copied
+	if err := unmountCopies(ctx, mntns, target); err != nil {
+		return err
+	}
 	if _, err := run(ctx, "nsenter", "--mount="+mntns, "mount", "--bind", source, target); err != nil {
 		return err
 	}
 	_, err := run(ctx, "nsenter", "--mount="+mntns, "mount", "--make-rshared", target)
 	return err
+}
+
+// maxUnmountPasses bounds the passes unmountCopies makes over a namespace's mounts.
+const maxUnmountPasses = 16
+
+// unmountCopies takes every mount at or beneath target out of the mount namespace pinned at mntns:
+// the copies of the host's that the namespace was made with. A first node already running has
+// pods, so the copies include their volumes and network namespaces, and kubelet's bind of its root
+// dir over itself (stacked: umount -R takes one layer at a time). Left beneath the node's bind, a
+// copy keeps the host's file busy: a network namespace file mounted in another namespace cannot be
+// removed, so the first node's pods never finished terminating and cluster-down failed.
+func unmountCopies(ctx context.Context, mntns, target string) error {
+	var left []string
+	for i := 0; i < maxUnmountPasses; i++ {
+		info, err := run(ctx, "nsenter", "--mount="+mntns, "cat", "/proc/self/mountinfo")
+		if err != nil {
+			return err
+		}
+		if left = mountsBeneath(info, target); len(left) == 0 {
+			return nil
+		}
+		for _, mp := range left { // outermost first: -R takes the ones beneath with it
+			_, _ = run(ctx, "nsenter", "--mount="+mntns, "umount", "-R", mp) // "not mounted" once its parent went
+		}
+	}
+	return fmt.Errorf("mounts at or beneath %s are left in %s after %d passes: %s", target, mntns, maxUnmountPasses, strings.Join(left, ", "))
+}
+
+// mountsBeneath lists the distinct mount points of mountinfo at or beneath dir, outermost first.
+func mountsBeneath(mountinfo, dir string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) <= 4 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if (mp == dir || strings.HasPrefix(mp, dir+"/")) && !seen[mp] {
+			seen[mp] = true
+			out = append(out, mp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.Count(out[i], "/") < strings.Count(out[j], "/") })
+	return out
 }
 
 // removeNodeHost deletes what ensureNodeHost made outside the state directory once the node's
@@ -296,7 +367,7 @@ func (c Config) removeNodeHost(ctx context.Context, n node) error {
 			errs = append(errs, err)
 		}
 	}
-	if exists(filepath.Join("/run/netns", n.netns())) {
+	if exists(filepath.Join(netnsRunDir, n.netns())) {
 		if _, err := run(ctx, "ip", "netns", "delete", n.netns()); err != nil {
 			errs = append(errs, err)
 		}
@@ -349,7 +420,7 @@ func removeCgroupTree(root string) error {
 // nodeLeftovers lists extra nodes' network namespaces and cgroup parents still on the host.
 func nodeLeftovers() []string {
 	var left []string
-	entries, _ := os.ReadDir("/run/netns")
+	entries, _ := os.ReadDir(netnsRunDir)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "podvirt-") {
 			left = append(left, "netns "+e.Name())

@@ -38,7 +38,7 @@ func (c Config) start(comp component) error {
 	argv := comp.argv
 	if comp.node != nil {
 		// nsenter opens both namespace files before entering either, then execs the component.
-		argv = append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", comp.node.netns()),
+		argv = append([]string{"nsenter", "--net=" + filepath.Join(netnsRunDir, comp.node.netns()),
 			"--mount=" + comp.node.mntns(), "--"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)

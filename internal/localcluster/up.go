@@ -135,6 +135,9 @@ func (c Config) prepareHost(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := ensureNetnsRunDir(ctx); err != nil {
+		return err
+	}
 	for _, n := range c.nodes() {
 		if err := os.MkdirAll(filepath.Join(n.dir, "cni", "ipam"), 0o755); err != nil {
 			return fmt.Errorf("node %s: %w", n.name, err)
