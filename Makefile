@@ -7,6 +7,9 @@ CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTR
 PODVIRT_CACHE ?= /var/cache/podvirt
 export PODVIRT_CACHE
 BIN := bin
+# -ldflags stamping every binary with this checkout's release (internal/version, hack/version.sh);
+# read once per make, when first used.
+VERSION_LDFLAGS = $(eval VERSION_LDFLAGS := $$(shell VERSION=$(VERSION) hack/version.sh))$(VERSION_LDFLAGS)
 
 .PHONY: generate
 generate: ## Generate deepcopy code and the CRDs in install/crds from api/
@@ -18,7 +21,7 @@ generate: ## Generate deepcopy code and the CRDs in install/crds from api/
 
 .PHONY: build
 build: deps ## Build every binary into bin/
-	go build -o $(BIN)/ ./cmd/...
+	go build -ldflags='$(VERSION_LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 .PHONY: deps
 deps: ## Install the Debian packages the build needs (cgo for the launcher: libvirt-dev, pkg-config; tmux for the e2e tests' real terminal, zip for releases)

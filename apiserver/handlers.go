@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	goruntime "runtime"
-	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -19,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,6 +25,7 @@ import (
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/apiserver/lifecycle"
 	"github.com/podvirt/podvirt/console"
+	podvirtversion "github.com/podvirt/podvirt/internal/version"
 )
 
 // maxBody bounds a subresource call's body.
@@ -116,34 +114,7 @@ func (h *Handlers) restart(w http.ResponseWriter, r *http.Request) {
 
 // version answers with the server's build (KubeVirt's virt-api answers its version.Info here).
 func (h *Handlers) version(w http.ResponseWriter, _ *http.Request) {
-	responsewriters.WriteRawJSON(http.StatusOK, buildVersion(), w)
-}
-
-// buildVersion is this binary's version: its module version (devel for a local build), the VCS
-// revision and the Go toolchain, from the build information Go embeds.
-func buildVersion() version.Info {
-	info := version.Info{GitVersion: "(devel)", GoVersion: goruntime.Version(), Compiler: goruntime.Compiler,
-		Platform: goruntime.GOOS + "/" + goruntime.GOARCH}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return info
-	}
-	info.GitVersion = bi.Main.Version
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			info.GitCommit = s.Value
-		case "vcs.time":
-			info.BuildDate = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				info.GitTreeState = "dirty"
-			} else {
-				info.GitTreeState = "clean"
-			}
-		}
-	}
-	return info
+	responsewriters.WriteRawJSON(http.StatusOK, podvirtversion.Get(), w)
 }
 
 // vmCall is one start/stop/restart call: read the body into opts, read the VM and its instance,

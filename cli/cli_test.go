@@ -323,3 +323,9 @@ func TestConsoleRedialsWhatGoesAway(t *testing.T) {
 func TestPrintable(t *testing.T) {
 	assert.Equal(t, "gone ?]2;owned?? ok é", printable("gone \x1b]2;owned\x07\u009b ok é"))
 }
+
+func TestVersionClientPrintsKubeVirtsFormat(t *testing.T) {
+	out, err := run(t, "virtctl", "version", "--client")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out, `Client Version: version.Info{GitVersion:"(devel)"`), "output %q", out)
+}

@@ -4,18 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	podvirtversion "github.com/podvirt/podvirt/internal/version"
 )
 
 // VersionOptions is `version`: this binary's version and, unless --client, the server's
-// (subresources.kubevirt.io/v1/version, as KubeVirt's virtctl).
+// (subresources.kubevirt.io/v1/version), printed as KubeVirt's virtctl prints them.
 type VersionOptions struct {
 	genericiooptions.IOStreams
 	clientSource
@@ -36,7 +35,7 @@ func newVersionCommand(kube *genericclioptions.ConfigFlags, streams genericioopt
 
 // Run prints the versions.
 func (o *VersionOptions) Run(ctx context.Context) error {
-	fmt.Fprintf(o.Out, "Client Version: %s\n", clientVersion())
+	fmt.Fprintf(o.Out, "Client Version: %#v\n", podvirtversion.Get())
 	if o.ClientOnly {
 		return nil
 	}
@@ -48,25 +47,10 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server version: %w", err)
 	}
-	var v version.Info
+	var v podvirtversion.Info
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return fmt.Errorf("server version: %w", err)
 	}
-	fmt.Fprintf(o.Out, "Server Version: %s\n", v.String())
+	fmt.Fprintf(o.Out, "Server Version: %#v\n", v)
 	return nil
-}
-
-// clientVersion is the module version and VCS revision Go embedded in this binary.
-func clientVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " (" + s.Value[:12] + ")"
-		}
-	}
-	return v
 }

@@ -111,3 +111,58 @@ func TestKubeVirtObjectConfiguresTheControllers(t *testing.T) {
 		return v.Status.MigrationState != nil
 	})
 }
+
+// parallelOutboundMigrationsPerNode holds a migration out of a node back while another migration
+// out of that node runs; a migration out of another node begins meanwhile.
+func TestParallelOutboundMigrationsPerNode(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	startControllers(t, ns)
+	ctx := context.Background()
+	kv := &virtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}, Spec: virtv1.KubeVirtSpec{
+		Configuration: virtv1.KubeVirtConfiguration{MigrationConfiguration: &virtv1.MigrationConfiguration{
+			ParallelOutboundMigrationsPerNode: ptr.To[uint32](1)}}}}
+	require.NoError(t, e.Client.Create(ctx, kv))
+	a1 := runningInstance(t, ns, "a1", "node-a", nil)
+	a2 := runningInstance(t, ns, "a2", "node-a", nil)
+	b1 := runningInstance(t, ns, "b1", "node-b", nil)
+	begun := func(name string) bool {
+		v, _ := get(t, &virtv1.VirtualMachineInstance{}, ns, name)
+		return v.Status.MigrationState != nil
+	}
+	// The cache sees the object shortly after: until the first migration records the setting, try again.
+	tries := 0
+	eventually(t, "a migration begun under the per-node cap", func() bool {
+		tries++
+		name := fmt.Sprintf("a1-%d", tries)
+		m := newMigration(ns, name, a1.Name)
+		require.NoError(t, e.Client.Create(ctx, m))
+		var v *virtv1.VirtualMachineInstance
+		eventually(t, "the migration of a1 begins", func() bool {
+			v, _ = get(t, &virtv1.VirtualMachineInstance{}, ns, a1.Name)
+			return v.Status.MigrationState != nil && v.Status.MigrationState.MigrationUID == string(m.UID)
+		})
+		if mc := v.Status.MigrationState.MigrationConfiguration; mc != nil && mc.ParallelOutboundMigrationsPerNode != nil && *mc.ParallelOutboundMigrationsPerNode == 1 {
+			return true
+		}
+		now := metav1.Now()
+		agentWrites(t, ns, a1.Name, func(st *virtv1.VirtualMachineInstanceStatus) {
+			st.MigrationState.Failed, st.MigrationState.FailureReason, st.MigrationState.EndTimestamp = true, "test", &now
+		})
+		eventually(t, "the migration ended", func() bool { return migrationPhase(t, ns, name) == virtv1.MigrationFailed })
+		return false
+	})
+
+	require.NoError(t, e.Client.Create(ctx, newMigration(ns, "a2", a2.Name)))
+	require.NoError(t, e.Client.Create(ctx, newMigration(ns, "b1", b1.Name)))
+	eventually(t, "the migration out of node-b begins", func() bool { return begun(b1.Name) })
+	require.Never(t, func() bool { return begun(a2.Name) }, 2*time.Second, 100*time.Millisecond,
+		"a second migration out of node-a began while parallelOutboundMigrationsPerNode is 1")
+	assert.Equal(t, virtv1.MigrationPending, migrationPhase(t, ns, "a2"))
+
+	now := metav1.Now()
+	agentWrites(t, ns, a1.Name, func(st *virtv1.VirtualMachineInstanceStatus) {
+		st.MigrationState.Failed, st.MigrationState.FailureReason, st.MigrationState.EndTimestamp = true, "test", &now
+	})
+	eventually(t, "the second migration out of node-a begins once the first ended", func() bool { return begun(a2.Name) })
+}

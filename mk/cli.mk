@@ -3,7 +3,7 @@ VIRTCTL := $(abspath $(BIN))/virtctl
 
 .PHONY: virtctl
 virtctl: ## Build virtctl (static, stripped) into bin/
-	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(VIRTCTL) ./cmd/virtctl
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w $(VERSION_LDFLAGS)' -o $(VIRTCTL) ./cmd/virtctl
 
 # Releases: kubectl-virt archives for krew (krew/, hack/krew/). VERSION must be semver (krew checks).
 VERSION ?= v0.1.0-dev

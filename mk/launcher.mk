@@ -23,7 +23,7 @@ launcher-deps: ## Install qemu and libvirt from Debian (quick when already insta
 .PHONY: launcher-bins
 launcher-bins: launcher-deps
 	mkdir -p $(IMAGE_BUILD)
-	go build -trimpath -ldflags='-s -w -buildid=' -o $(IMAGE_BUILD)/virt-launcher ./cmd/virt-launcher
+	go build -trimpath -ldflags='-s -w -buildid= $(VERSION_LDFLAGS)' -o $(IMAGE_BUILD)/virt-launcher ./cmd/virt-launcher
 	$(call go-static,./cmd/container-disk,$(IMAGE_BUILD)/container-disk)
 
 # The image is rebuilt only when its inputs change: both binaries, the rootfs script and the exact

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	appsv1 "k8s.io/api/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +20,7 @@ import (
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/controllers/kubevirt"
 	"github.com/podvirt/podvirt/internal/scheme"
+	"github.com/podvirt/podvirt/internal/version"
 )
 
 func main() {
@@ -62,11 +62,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	version := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	if err := (&kubevirt.Reconciler{Client: mgr.GetClient(), Namespace: ns, Version: version}).SetupWithManager(mgr); err != nil {
+	if err := (&kubevirt.Reconciler{Client: mgr.GetClient(), Namespace: ns, Version: version.Get().GitVersion}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the kubevirt controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -30,9 +30,10 @@ func (r *Reconciler) act(ctx context.Context, s *scope, d decision) error {
 				// The settings the migration runs with (the source's agent hands the bandwidth and
 				// the completion timeout to its launcher), fixed when it begins.
 				MigrationConfiguration: &virtv1.MigrationConfiguration{
-					BandwidthPerMigration:        ptr.To(s.settings.BandwidthPerMigration.DeepCopy()),
-					CompletionTimeoutPerGiB:      ptr.To(s.settings.CompletionTimeoutPerGiB),
-					ParallelMigrationsPerCluster: ptr.To(s.settings.ParallelMigrationsPerCluster),
+					BandwidthPerMigration:             ptr.To(s.settings.BandwidthPerMigration.DeepCopy()),
+					CompletionTimeoutPerGiB:           ptr.To(s.settings.CompletionTimeoutPerGiB),
+					ParallelMigrationsPerCluster:      ptr.To(s.settings.ParallelMigrationsPerCluster),
+					ParallelOutboundMigrationsPerNode: ptr.To(s.settings.ParallelOutboundMigrationsPerNode),
 				},
 			}
 		})

@@ -10,6 +10,7 @@ package migration
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -136,10 +137,13 @@ type scope struct {
 	// settings are the cluster's migration settings (read while the migration has not begun).
 	settings clusterconfig.Migrations
 	// inFlight counts the other migrations in the cluster that have begun and not ended, and ahead
-	// the unended ones that have not begun and are older than this one (counted while this one has
-	// not begun): places under parallelMigrationsPerCluster go oldest first.
+	// the older ones waiting that would begin before this one (counted while this one has not
+	// begun, observeOthers): places under parallelMigrationsPerCluster go oldest first.
 	inFlight, ahead int
-	now             time.Time
+	// outOfNode and aheadOnNode count the same among the migrations out of this instance's node
+	// (parallelOutboundMigrationsPerNode).
+	outOfNode, aheadOnNode int
+	now                    time.Time
 }
 
 // Reconcile moves one migration along: scope, decide, one action, one deferred write of its phase.
@@ -256,32 +260,86 @@ func (r *Reconciler) targetEmulates(ctx context.Context, inst *virtv1.VirtualMac
 
 // observeOthers reads, in one pass over the cache's migrations, what a migration that has not
 // begun waits for: an older unfinished migration of the same instance (it goes first, so two never
-// take turns overwriting the instance's state), the migrations in the cluster that have begun and
-// not ended, and the older ones waiting to begin (parallelMigrationsPerCluster's places go oldest
-// first). A migration counts as begun from its first phase after Pending: one that began in the
-// last pass is not yet counted, so the cap may be passed by the few that begin at once.
+// take turns overwriting the instance's state), the migrations that have begun and not ended, in
+// the cluster and out of this instance's node, and the older ones waiting that would begin before
+// this one (the caps' places go oldest first). An older migration waiting behind its own node's
+// cap, or behind another migration of its instance, takes no cluster place ahead of this one:
+// else one node's drain would hold every other node's migrations back. An other migration's source
+// node is its instance's recorded source once begun, else the node its instance runs on. A
+// migration counts as begun from its first phase after Pending: one that began in the last pass is
+// not yet counted, so the caps may be passed by the few that begin at once.
 func (r *Reconciler) observeOthers(ctx context.Context, s *scope) error {
 	list := &virtv1.VirtualMachineInstanceMigrationList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return fmt.Errorf("list migrations: %w", err)
 	}
+	type waiting struct {
+		node, inst string
+		m          *virtv1.VirtualMachineInstanceMigration
+	}
+	var older []waiting
+	fromNode := map[string]int{}  // begun migrations by source node
+	instBusy := map[string]bool{} // instances with a begun migration
 	for i := range list.Items {
 		o := &list.Items[i]
 		if o.UID == s.m.UID || o.Status.Phase.IsFinal() || o.DeletionTimestamp != nil {
 			continue
 		}
-		older := o.CreationTimestamp.Before(&s.m.CreationTimestamp) || (o.CreationTimestamp.Equal(&s.m.CreationTimestamp) && o.Name < s.m.Name)
-		if older && s.earlier == "" && o.Namespace == s.m.Namespace && o.Spec.VMIName == s.m.Spec.VMIName {
+		isOlder := olderThan(o, s.m)
+		if isOlder && s.earlier == "" && o.Namespace == s.m.Namespace && o.Spec.VMIName == s.m.Spec.VMIName {
 			s.earlier = o.Name
 		}
-		switch {
-		case o.Status.Phase != "" && o.Status.Phase != virtv1.MigrationPending:
-			s.inFlight++
-		case older:
-			s.ahead++
+		begun := o.Status.Phase != "" && o.Status.Phase != virtv1.MigrationPending
+		if !begun && !isOlder {
+			continue
 		}
+		node, err := r.sourceNode(ctx, o)
+		if err != nil {
+			return err
+		}
+		inst := o.Namespace + "/" + o.Spec.VMIName
+		if begun {
+			s.inFlight++
+			fromNode[node]++
+			instBusy[inst] = true
+			continue
+		}
+		older = append(older, waiting{node: node, inst: inst, m: o})
 	}
+	sort.Slice(older, func(i, j int) bool { return olderThan(older[i].m, older[j].m) })
+	limit := int(s.settings.ParallelOutboundMigrationsPerNode)
+	aheadFrom := map[string]int{}
+	instBusy[s.m.Namespace+"/"+s.m.Spec.VMIName] = true // its own older ones are s.earlier
+	for _, w := range older {
+		if instBusy[w.inst] || (limit > 0 && w.node != "" && fromNode[w.node]+aheadFrom[w.node] >= limit) {
+			continue
+		}
+		instBusy[w.inst] = true // an instance's later migrations wait for its oldest
+		aheadFrom[w.node]++
+		s.ahead++
+	}
+	node := s.inst.Status.NodeName
+	s.outOfNode, s.aheadOnNode = fromNode[node], aheadFrom[node]
 	return nil
+}
+
+// olderThan orders migrations oldest first (by name within a second).
+func olderThan(a, b *virtv1.VirtualMachineInstanceMigration) bool {
+	return a.CreationTimestamp.Before(&b.CreationTimestamp) || (a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name < b.Name)
+}
+
+// sourceNode is the node migration o moves its instance out of, read from the cache without a
+// copy: the instance's recorded source once it began, else the node it runs on; "" when the
+// instance is gone.
+func (r *Reconciler) sourceNode(ctx context.Context, o *virtv1.VirtualMachineInstanceMigration) (string, error) {
+	inst := &virtv1.VirtualMachineInstance{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.VMIName}, inst, client.UnsafeDisableDeepCopy); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if ms := inst.Status.MigrationState; ms != nil && ms.MigrationUID == string(o.UID) && ms.SourceNode != "" {
+		return ms.SourceNode, nil
+	}
+	return inst.Status.NodeName, nil
 }
 
 // observeLeftovers lists the failed migration's target Pods that still run: uncached (a Pod

@@ -90,6 +90,9 @@ func decide(s *scope) decision {
 		if limit := s.settings.ParallelMigrationsPerCluster; limit > 0 && s.inFlight+s.ahead >= int(limit) {
 			return decision{phase: phase, retryAfter: InFlightRetry} // parallelMigrationsPerCluster: wait for a turn, oldest first
 		}
+		if limit := s.settings.ParallelOutboundMigrationsPerNode; limit > 0 && s.outOfNode+s.aheadOnNode >= int(limit) {
+			return decision{phase: phase, retryAfter: InFlightRetry} // parallelOutboundMigrationsPerNode: the same, per source node
+		}
 		return decision{phase: phase, action: actBegin}
 	}
 	switch {
@@ -107,7 +110,8 @@ func decide(s *scope) decision {
 	return follow(s)
 }
 
-// InFlightRetry is how soon a migration held back by parallelMigrationsPerCluster looks again.
+// InFlightRetry is how soon a migration held back by parallelMigrationsPerCluster or
+// parallelOutboundMigrationsPerNode looks again.
 const InFlightRetry = 5 * time.Second
 
 // whyDeleted is the failure of a migration deleted before it ended.

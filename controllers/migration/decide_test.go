@@ -244,6 +244,26 @@ func TestDecideParallelMigrationsPerCluster(t *testing.T) {
 	}
 }
 
+// parallelOutboundMigrationsPerNode holds a migration back while that many others out of its node
+// are in flight or older ones out of it wait; zero (no cap) does not.
+func TestDecideParallelOutboundMigrationsPerNode(t *testing.T) {
+	for _, tc := range []struct {
+		limit                  uint32
+		outOfNode, aheadOnNode int
+		begins                 bool
+	}{{0, 10, 3, true}, {2, 1, 0, true}, {2, 2, 0, false}, {2, 1, 1, false}, {2, 0, 1, true}, {1, 0, 1, false}} {
+		s := observation{phase: pending, target: "absent"}.scope()
+		s.settings.ParallelOutboundMigrationsPerNode, s.outOfNode, s.aheadOnNode = tc.limit, tc.outOfNode, tc.aheadOnNode
+		s.inFlight, s.ahead = tc.outOfNode, tc.aheadOnNode // counted in the cluster too; its cap (none here) is the other test's
+		d := decide(s)
+		if tc.begins {
+			assert.Equal(t, actBegin, d.action, "%+v", tc)
+			continue
+		}
+		assert.Equal(t, decision{phase: pending, retryAfter: InFlightRetry}, d, "%+v", tc)
+	}
+}
+
 const pending = virtv1.MigrationPending
 
 // TestDecideInvariants walks every phase × agent progress × target Pod state × abort request ×

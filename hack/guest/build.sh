@@ -250,13 +250,13 @@ images() {
 	toolkey=$(image_tool_key)
 	if [[ ! -e $out/images-$toolkey.done ]]; then
 		log "packing OCI images"
-		(cd "$REPO" && go run ./cmd/podvirt-image build --name "$KERNELBOOT_REF" \
+		(cd "$REPO" && CGO_ENABLED=0 go run -trimpath ./cmd/podvirt-image build --name "$KERNELBOOT_REF" \
 			--layer "$out/vmlinuz=/boot/vmlinuz" --layer "$out/initramfs.gz=/boot/initramfs.gz" \
 			--out "$out/kernelboot.tar") >&2
-		(cd "$REPO" && go run ./cmd/podvirt-image build --name "${CONTAINERDISK_REFS[0]}" \
+		(cd "$REPO" && CGO_ENABLED=0 go run -trimpath ./cmd/podvirt-image build --name "${CONTAINERDISK_REFS[0]}" \
 			--name "${CONTAINERDISK_REFS[1]}" --layer "$out/demo.qcow2=/disk/demo.qcow2" \
 			--out "$out/containerdisk.tar") >&2
-		(cd "$REPO" && go run ./cmd/podvirt-image build --name "${ALPINE_REFS[0]}" \
+		(cd "$REPO" && CGO_ENABLED=0 go run -trimpath ./cmd/podvirt-image build --name "${ALPINE_REFS[0]}" \
 			--name "${ALPINE_REFS[1]}" --layer "$out/alpine.qcow2=/disk/alpine.qcow2" \
 			--out "$out/alpine.tar") >&2
 		rm -f "$out"/images-*.done
@@ -298,7 +298,7 @@ main() {
 		local out
 		out=$(build_all)
 		[[ -e $out/kernelboot.tar ]] || die "no image tarballs: cmd/podvirt-image is missing"
-		(cd "$REPO" && go run ./cmd/podvirt-image import "$out/kernelboot.tar" "$out/containerdisk.tar" "$out/alpine.tar")
+		(cd "$REPO" && CGO_ENABLED=0 go run -trimpath ./cmd/podvirt-image import "$out/kernelboot.tar" "$out/containerdisk.tar" "$out/alpine.tar")
 		;;
 	*)
 		die "unknown command ${1} (want: all, kernel, dir, import)"

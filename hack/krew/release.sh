@@ -7,12 +7,13 @@ set -euo pipefail
 out=$1 version=$2 url_base=$3; shift 3
 [ $# -gt 0 ] || { echo "release: no platforms" >&2; exit 2; }
 rm -rf "$out"; mkdir -p "$out"
+stamp=$(hack/version.sh "$version") # every archive's kubectl-virt reports the release (virtctl version)
 platforms=""
 for p in "$@"; do
   os=${p%/*} arch=${p#*/}
   bin=kubectl-virt; [ "$os" = windows ] && bin=kubectl-virt.exe
   stage=$(mktemp -d)
-  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags="-s -w" -o "$stage/$bin" ./cmd/virtctl
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags="-s -w $stamp" -o "$stage/$bin" ./cmd/virtctl
   name=kubectl-virt_${os}_${arch}
   if [ "$os" = windows ]; then
     archive=$name.zip; (cd "$stage" && zip -q "$OLDPWD/$out/$archive" "$bin")

@@ -43,12 +43,15 @@ type Migrations struct {
 	CompletionTimeoutPerGiB int64
 	// ParallelMigrationsPerCluster caps the migrations in flight in the cluster.
 	ParallelMigrationsPerCluster uint32
+	// ParallelOutboundMigrationsPerNode caps the migrations in flight out of one node.
+	ParallelOutboundMigrationsPerNode uint32
 }
 
 // KubeVirt's defaults for the migration settings (the completion timeout is the launcher's own).
 const (
-	DefaultCompletionTimeoutPerGiB      = int64(launcherv1.MigrationCompletionTimeoutPerGiB / time.Second)
-	DefaultParallelMigrationsPerCluster = 5
+	DefaultCompletionTimeoutPerGiB           = int64(launcherv1.MigrationCompletionTimeoutPerGiB / time.Second)
+	DefaultParallelMigrationsPerCluster      = 5
+	DefaultParallelOutboundMigrationsPerNode = 2
 )
 
 // Bounds of the settings: beyond them a value is refused (admission) or ignored (Resolve). The
@@ -64,8 +67,9 @@ var MaxBandwidthPerMigration = resource.MustParse("1Ti")
 // Defaults are the settings without a KubeVirt object and without flags.
 func Defaults() Settings {
 	return Settings{Migrations: Migrations{
-		CompletionTimeoutPerGiB:      DefaultCompletionTimeoutPerGiB,
-		ParallelMigrationsPerCluster: DefaultParallelMigrationsPerCluster,
+		CompletionTimeoutPerGiB:           DefaultCompletionTimeoutPerGiB,
+		ParallelMigrationsPerCluster:      DefaultParallelMigrationsPerCluster,
+		ParallelOutboundMigrationsPerNode: DefaultParallelOutboundMigrationsPerNode,
 	}}
 }
 
@@ -109,6 +113,9 @@ func Resolve(base Settings, kv *virtv1.KubeVirt) (Settings, field.ErrorList) {
 		if n := mc.ParallelMigrationsPerCluster; n != nil && !bad(mat.Child("parallelMigrationsPerCluster")) {
 			s.Migrations.ParallelMigrationsPerCluster = *n
 		}
+		if n := mc.ParallelOutboundMigrationsPerNode; n != nil && !bad(mat.Child("parallelOutboundMigrationsPerNode")) {
+			s.Migrations.ParallelOutboundMigrationsPerNode = *n
+		}
 	}
 	return s, errs
 }
@@ -142,6 +149,9 @@ func Validate(cfg *virtv1.KubeVirtConfiguration, at *field.Path) field.ErrorList
 	}
 	if n := mc.ParallelMigrationsPerCluster; n != nil && (*n < 1 || *n > MaxParallelMigrations) {
 		errs = append(errs, field.Invalid(mat.Child("parallelMigrationsPerCluster"), *n, fmt.Sprintf("must be between 1 and %d", MaxParallelMigrations)))
+	}
+	if n := mc.ParallelOutboundMigrationsPerNode; n != nil && (*n < 1 || *n > MaxParallelMigrations) {
+		errs = append(errs, field.Invalid(mat.Child("parallelOutboundMigrationsPerNode"), *n, fmt.Sprintf("must be between 1 and %d", MaxParallelMigrations)))
 	}
 	return errs
 }

@@ -40,18 +40,20 @@ func TestResolve(t *testing.T) {
 		{name: "eviction and migrations replace the defaults", base: Defaults(),
 			kv: kubeVirt(virtv1.KubeVirtConfiguration{EvictionStrategy: &live, MigrationConfiguration: &virtv1.MigrationConfiguration{
 				BandwidthPerMigration: ptr.To(resource.MustParse("64Mi")), CompletionTimeoutPerGiB: ptr.To[int64](20),
-				ParallelMigrationsPerCluster: ptr.To[uint32](1)}}),
+				ParallelMigrationsPerCluster: ptr.To[uint32](1), ParallelOutboundMigrationsPerNode: ptr.To[uint32](3)}}),
 			want: func(s *Settings) {
 				s.EvictionStrategy = &live
-				s.Migrations = Migrations{BandwidthPerMigration: resource.MustParse("64Mi"), CompletionTimeoutPerGiB: 20, ParallelMigrationsPerCluster: 1}
+				s.Migrations = Migrations{BandwidthPerMigration: resource.MustParse("64Mi"), CompletionTimeoutPerGiB: 20,
+					ParallelMigrationsPerCluster: 1, ParallelOutboundMigrationsPerNode: 3}
 			}},
 		{name: "values out of bounds are ignored and named", base: Defaults(),
 			kv: kubeVirt(virtv1.KubeVirtConfiguration{EvictionStrategy: &bogus, MigrationConfiguration: &virtv1.MigrationConfiguration{
 				BandwidthPerMigration: ptr.To(resource.MustParse("-1")), CompletionTimeoutPerGiB: ptr.To[int64](0),
-				ParallelMigrationsPerCluster: ptr.To[uint32](0), ParallelOutboundMigrationsPerNode: ptr.To[uint32](5000)}}), // not honoured: kept as given
+				ParallelMigrationsPerCluster: ptr.To[uint32](0), ParallelOutboundMigrationsPerNode: ptr.To[uint32](5000)}}),
 			want: func(*Settings) {},
 			errs: []string{"spec.configuration.evictionStrategy", "spec.configuration.migrations.bandwidthPerMigration",
-				"spec.configuration.migrations.completionTimeoutPerGiB", "spec.configuration.migrations.parallelMigrationsPerCluster"}},
+				"spec.configuration.migrations.completionTimeoutPerGiB", "spec.configuration.migrations.parallelMigrationsPerCluster",
+				"spec.configuration.migrations.parallelOutboundMigrationsPerNode"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -153,3 +153,15 @@ func TestMountsBeneath(t *testing.T) {
 		t.Errorf("nothing is mounted beneath /var/log/pods: %q", got)
 	}
 }
+
+func TestForeignNetns(t *testing.T) {
+	ours := "42 27 254:0 /run/netns /run/netns rw shared:1 - ext4 /dev/vda rw\n" +
+		"50 42 0:4 net:[1] /run/netns/cni-08fe rw shared:8 - nsfs nsfs rw\n" +
+		"51 42 0:4 net:[2] /run/netns/podvirt-n2 rw shared:9 - nsfs nsfs rw\n"
+	if foreignNetns(ours) {
+		t.Error("the cluster's own namespaces were taken for another tool's")
+	}
+	if !foreignNetns(ours + "52 42 0:4 net:[3] /run/netns/vpn rw shared:10 - nsfs nsfs rw\n") {
+		t.Error("another tool's namespace was not seen")
+	}
+}

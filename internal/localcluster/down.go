@@ -69,7 +69,7 @@ func Down(ctx context.Context, c Config, out io.Writer) error {
 		keep(c.removeNodeHost(ctx, n))
 	}
 	step("network: kube-proxy rules, bridge, netns, iptables chains")
-	keep(c.cleanNetwork(ctx, rec))
+	keep(c.cleanNetwork(ctx, rec, haveRec))
 	if haveRec {
 		keep(setSysctls(rec.Sysctls))
 	}
@@ -173,14 +173,14 @@ func (c Config) killTasks(ctx context.Context, n node) error {
 
 // cleanNetwork removes kube-proxy's rules, the bridges, the pods' network namespaces and the
 // iptables chains that were not there before Up.
-func (c Config) cleanNetwork(ctx context.Context, rec hostRecord) error {
+func (c Config) cleanNetwork(ctx context.Context, rec hostRecord, haveRec bool) error {
 	var errs []error
 	if proxy := c.kubeProxyBinary(); proxy != "" {
 		if _, err := run(ctx, proxy, "--cleanup"); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, c.deleteNetns(ctx, rec))
+	errs = append(errs, c.deleteNetns(ctx, rec, haveRec))
 	for _, br := range []string{c.Bridge, SecondaryBridge} {
 		if _, err := run(ctx, "ip", "link", "show", br); err == nil {
 			if _, err := run(ctx, "ip", "link", "delete", br); err != nil {
@@ -203,16 +203,17 @@ func (c Config) cleanNetwork(ctx context.Context, rec hostRecord) error {
 // deleteNetns deletes the first node's pods' network namespaces. A namespace file stays busy while
 // a copy of its mount sits beneath a later bind of /run/netns over itself (what `ip netns add`
 // made when a node was added to a cluster whose first node already ran pods, before Up made
-// /run/netns a mount point of its own): if /run/netns is a mount Up made, it is detached (with
-// the copies) and the rest deleted again.
-func (c Config) deleteNetns(ctx context.Context, rec hostRecord) error {
+// /run/netns a mount point of its own): if /run/netns is a mount Up made (the host record says it
+// was not one before; without the record nothing is detached), it is detached (with the copies)
+// and the rest deleted again.
+func (c Config) deleteNetns(ctx context.Context, rec hostRecord, haveRec bool) error {
 	var errs []error
 	for _, ns := range c.ourNetns() {
 		if _, err := run(ctx, "ip", "netns", "delete", ns); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 || !mountPoints()[netnsRunDir] || slices.Contains(rec.MountPoints, netnsRunDir) {
+	if len(errs) == 0 || !haveRec || !mountPoints()[netnsRunDir] || slices.Contains(rec.MountPoints, netnsRunDir) {
 		return errors.Join(errs...)
 	}
 	if err := syscall.Unmount(netnsRunDir, syscall.MNT_DETACH); err != nil {
@@ -396,7 +397,11 @@ func (c Config) unmountHostPaths(rec hostRecord) error {
 	}
 	now := mountPoints()
 	var errs []error
+	info, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, p := range c.hostPathsWritten() {
+		if p == netnsRunDir && foreignNetns(string(info)) {
+			continue // another tool's network namespaces are pinned beneath: detaching would unpin them
+		}
 		if now[p] && !was[p] {
 			if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
 				errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
@@ -404,6 +409,18 @@ func (c Config) unmountHostPaths(rec hostRecord) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// foreignNetns reports whether mountinfo shows a network namespace pinned in /run/netns that is
+// not the cluster's (its pods' cni-*, its nodes' podvirt-*).
+func foreignNetns(mountinfo string) bool {
+	for _, mp := range mountsBeneath(mountinfo, netnsRunDir) {
+		name := strings.TrimPrefix(mp, netnsRunDir+"/")
+		if mp != netnsRunDir && !strings.HasPrefix(name, "cni-") && !strings.HasPrefix(name, "podvirt-") {
+			return true
+		}
+	}
+	return false
 }
 
 // mountPoints is the set of the host's mount points.

@@ -239,3 +239,22 @@ func forwardsAndLogs(t *testing.T, f *framework.Framework) {
 		t.Errorf("logs: exit %d, output:\n%s", code, tail(out, 10))
 	}
 }
+
+// TestVersionsAreThisCheckouts: virtctl and the deployed virt-api report the release stamped from
+// this checkout at build time (hack/version.sh: gitVersion, gitCommit, gitTreeState, buildDate), in
+// KubeVirt's virtctl's format, and never "(devel)".
+func TestVersionsAreThisCheckouts(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	commit := fmt.Sprintf(`GitCommit:"%s"`, strings.TrimSpace(string(head)))
+	out, code := virtctl(t, f, "", "version")
+	if code != 0 || !strings.Contains(out, "Client Version: version.Info{GitVersion:\"v") ||
+		!strings.Contains(out, "Server Version: version.Info{GitVersion:\"v") ||
+		strings.Count(out, commit) != 2 || strings.Contains(out, "(devel)") {
+		t.Errorf("virtctl version: exit %d, want both versions stamped with %s, output:\n%s", code, commit, out)
+	}
+}
