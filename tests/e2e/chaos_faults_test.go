@@ -78,11 +78,25 @@ func killControllerLeader(c *chaosRun) {
 	c.deletePod(heartbeatv1.Namespace, pod, 0)
 }
 
-// killVirtAPIReplica kills one of virt-api's two replicas (the cluster converged: both are Ready).
+// killVirtAPIReplica kills one of virt-api's two replicas once both are Ready. The guests'
+// convergence after the fault before does not wait for virt-api: a replica killed just before may
+// still be replaced (a CI run drew two kills 6 s apart after the apiserver had been away, and found
+// one Pod).
 func killVirtAPIReplica(c *chaosRun) {
-	pods := c.podvirtPods("virt-api", "")
-	if len(pods) < 2 {
-		c.t.Errorf("%d virt-api Pods, want 2 to kill one", len(pods))
+	var pods []corev1.Pod
+	err := c.f.Poll(2*time.Minute, func(context.Context) (bool, error) {
+		pods = pods[:0]
+		for _, p := range c.podvirtPods("virt-api", "") {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					pods = append(pods, p)
+				}
+			}
+		}
+		return len(pods) >= 2, nil
+	})
+	if err != nil {
+		c.t.Errorf("%d virt-api Pods Ready, want 2 to kill one: %v", len(pods), err)
 		return
 	}
 	c.deletePod(heartbeatv1.Namespace, pods[c.rng.IntN(len(pods))].Name, 0)
