@@ -207,25 +207,23 @@ func (c Config) cleanNetwork(ctx context.Context, rec hostRecord, haveRec bool) 
 // was not one before; without the record nothing is detached), it is detached (with the copies)
 // and the rest deleted again.
 func (c Config) deleteNetns(ctx context.Context, rec hostRecord, haveRec bool) error {
-	var errs []error
-	for _, ns := range c.ourNetns() {
-		if _, err := run(ctx, "ip", "netns", "delete", ns); err != nil {
-			errs = append(errs, err)
+	deleteAll := func() error {
+		var errs []error
+		for _, ns := range c.ourNetns() {
+			if _, err := run(ctx, "ip", "netns", "delete", ns); err != nil {
+				errs = append(errs, err)
+			}
 		}
-	}
-	if len(errs) == 0 || !haveRec || !mountPoints()[netnsRunDir] || slices.Contains(rec.MountPoints, netnsRunDir) {
 		return errors.Join(errs...)
 	}
-	if err := syscall.Unmount(netnsRunDir, syscall.MNT_DETACH); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("unmount %s: %w", netnsRunDir, err))...)
+	err := deleteAll()
+	if err == nil || !haveRec || !mountPoints()[netnsRunDir] || slices.Contains(rec.MountPoints, netnsRunDir) {
+		return err
 	}
-	errs = nil
-	for _, ns := range c.ourNetns() {
-		if _, err := run(ctx, "ip", "netns", "delete", ns); err != nil {
-			errs = append(errs, err)
-		}
+	if uerr := syscall.Unmount(netnsRunDir, syscall.MNT_DETACH); uerr != nil {
+		return errors.Join(err, fmt.Errorf("unmount %s: %w", netnsRunDir, uerr))
 	}
-	return errors.Join(errs...)
+	return deleteAll()
 }
 
 // kubeProxyBinary finds kube-proxy in the binary cache (kube-proxy --cleanup needs no cluster).
@@ -358,28 +356,40 @@ func ourNftTables(ctx context.Context) []string {
 // ourMounts lists mount points under the state directory, the kubelet root, the pods' network
 // namespaces and containerd's runtime directory, deepest first.
 func (c Config) ourMounts() []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
 	prefixes := []string{c.StateDir + "/", c.KubeletRootDir + "/", netnsRunDir + "/cni-", "/run/containerd/"}
 	seen := map[string]bool{}
 	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMount(f[4])
+	for _, m := range parseMountinfo(hostMountinfo()) {
 		for _, p := range prefixes {
-			if (strings.HasPrefix(mp, p) || mp+"/" == p) && !seen[mp] {
-				seen[mp] = true
-				out = append(out, mp)
+			if (strings.HasPrefix(m.point, p) || m.point+"/" == p) && !seen[m.point] {
+				seen[m.point] = true
+				out = append(out, m.point)
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") })
 	return out
+}
+
+// mountEntry is one line of a mountinfo file: the filesystem's device (major:minor), the mounted
+// directory's path within that filesystem, and where it is mounted.
+type mountEntry struct{ dev, root, point string }
+
+// parseMountinfo reads the mounts of a /proc/PID/mountinfo text, in its order.
+func parseMountinfo(mountinfo string) []mountEntry {
+	var out []mountEntry
+	for _, line := range strings.Split(mountinfo, "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			out = append(out, mountEntry{dev: f[2], root: unescapeMount(f[3]), point: unescapeMount(f[4])})
+		}
+	}
+	return out
+}
+
+// hostMountinfo is this process's mountinfo ("" if unreadable: no mounts seen).
+func hostMountinfo() string {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	return string(data)
 }
 
 // unescapeMount decodes the octal escapes of /proc/self/mountinfo (\040 for a space).
@@ -395,11 +405,11 @@ func (c Config) unmountHostPaths(rec hostRecord) error {
 	for _, p := range rec.MountPoints {
 		was[p] = true
 	}
-	now := mountPoints()
+	info := hostMountinfo()
+	now := pointsOf(info)
 	var errs []error
-	info, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, p := range c.hostPathsWritten() {
-		if p == netnsRunDir && foreignNetns(string(info)) {
+		if p == netnsRunDir && foreignNetns(info) {
 			continue // another tool's network namespaces are pinned beneath: detaching would unpin them
 		}
 		if now[p] && !was[p] {
@@ -424,13 +434,13 @@ func foreignNetns(mountinfo string) bool {
 }
 
 // mountPoints is the set of the host's mount points.
-func mountPoints() map[string]bool {
+func mountPoints() map[string]bool { return pointsOf(hostMountinfo()) }
+
+// pointsOf is the set of mountinfo's mount points.
+func pointsOf(mountinfo string) map[string]bool {
 	out := map[string]bool{}
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 4 {
-			out[unescapeMount(f[4])] = true
-		}
+	for _, m := range parseMountinfo(mountinfo) {
+		out[m.point] = true
 	}
 	return out
 }

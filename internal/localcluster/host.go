@@ -100,18 +100,14 @@ const netnsRunDir = "/run/netns"
 // added, and by then the first node's pods had their network namespaces mounted there: ip binds
 // the directory over itself recursively, stacking a copy over each, and a pod's namespace file
 // stayed busy when the pod ended (containerd unmounts the top copy only), so its pods never
-// finished terminating and cluster-down failed. With mounts already beneath it (a cluster brought
-// up before this), the directory is left as it is: a bind would hide them.
+// finished terminating and cluster-down failed. Nothing is done when it is a mount point already,
+// or has mounts beneath it (a cluster brought up before this: a bind would hide them).
 func ensureNetnsRunDir(ctx context.Context) error {
-	if mountPoints()[netnsRunDir] {
+	if len(mountsBeneath(hostMountinfo(), netnsRunDir)) > 0 {
 		return nil
 	}
 	if err := os.MkdirAll(netnsRunDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", netnsRunDir, err)
-	}
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	if len(mountsBeneath(string(data), netnsRunDir)) > 0 {
-		return nil
 	}
 	if _, err := run(ctx, "mount", "--bind", netnsRunDir, netnsRunDir); err != nil {
 		return err

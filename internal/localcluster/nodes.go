@@ -261,33 +261,30 @@ func pinMountNamespace(ctx context.Context, dir, file string, dirMounted bool) e
 // copy of the host's mount at target does not count, even when its root (the host kubelet binds
 // /var/lib/kubelet over itself) is a suffix of source.
 func boundIn(mountinfo, source, target string) bool {
-	dev, root, ok := pathInFilesystem(mountinfo, source)
+	mounts := parseMountinfo(mountinfo)
+	dev, root, ok := pathInFilesystem(mounts, source)
 	if !ok {
 		return false
 	}
-	for _, line := range strings.Split(mountinfo, "\n") {
-		if f := strings.Fields(line); len(f) > 4 && unescapeMount(f[4]) == target && f[2] == dev && unescapeMount(f[3]) == root {
+	for _, m := range mounts {
+		if m.point == target && m.dev == dev && m.root == root {
 			return true
 		}
 	}
 	return false
 }
 
-// pathInFilesystem finds the mount holding path in mountinfo (the longest mount point above it)
-// and returns its device (major:minor) and path's location within that filesystem.
-func pathInFilesystem(mountinfo, path string) (dev, root string, ok bool) {
+// pathInFilesystem finds the mount holding path (the longest mount point above it; the last
+// listed, the top of a stack, among equals) and returns its device and path's location within
+// that filesystem.
+func pathInFilesystem(mounts []mountEntry, path string) (dev, root string, ok bool) {
 	best := -1
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		if len(f) <= 4 {
+	for _, m := range mounts {
+		rel, err := filepath.Rel(m.point, path)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || len(m.point) < best {
 			continue
 		}
-		mp := unescapeMount(f[4])
-		rel, err := filepath.Rel(mp, path)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || len(mp) < best {
-			continue
-		}
-		best, dev, root, ok = len(mp), f[2], filepath.Join(unescapeMount(f[3]), rel), true
+		best, dev, root, ok = len(m.point), m.dev, filepath.Join(m.root, rel), true
 	}
 	return dev, root, ok
 }
@@ -342,15 +339,10 @@ func unmountCopies(ctx context.Context, mntns, target string) error {
 func mountsBeneath(mountinfo, dir string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		if len(f) <= 4 {
-			continue
-		}
-		mp := unescapeMount(f[4])
-		if (mp == dir || strings.HasPrefix(mp, dir+"/")) && !seen[mp] {
-			seen[mp] = true
-			out = append(out, mp)
+	for _, m := range parseMountinfo(mountinfo) {
+		if (m.point == dir || strings.HasPrefix(m.point, dir+"/")) && !seen[m.point] {
+			seen[m.point] = true
+			out = append(out, m.point)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.Count(out[i], "/") < strings.Count(out[j], "/") })
