@@ -53,7 +53,7 @@ verify-generate: generate ## Fail if generated files are out of date
 	@test -z "$$(git status --porcelain -- api install/crds)" || { git status --porcelain -- api install/crds; echo "generated files changed: run make generate and commit"; exit 1; }
 
 .PHONY: test
-test: lint verify-generate integration fuzz-short launcher-test guest-test krew-test e2e-ci ## Everything CI runs: lint, generated files, unit, integration, a short fuzz pass, launcher and guest boots, the krew install, e2e and KubeVirt's conformance subset on the local cluster
+test: lint verify-generate integration fuzz-short launcher-test guest-kernel-verify guest-test krew-test e2e-ci ## Everything CI runs: lint, generated files, unit, integration, a short fuzz pass, launcher, the committed guest kernel rebuilt, guest boots, the krew install, e2e and KubeVirt's conformance subset on the local cluster
 
 # help lists every target with a `## description` in this Makefile and mk/*.mk.
 .PHONY: help

@@ -23,8 +23,9 @@ import (
 )
 
 // ConsoleOptions is `console NAME`: the instance's serial console in the terminal (raw mode, left
-// with the escape key), or, when stdin is not a terminal, a scriptable stream: stdin to the guest,
-// the guest's output to stdout, done at stdin's end or once --expect matches.
+// with the escape key), or, when stdin is not a terminal, a scriptable stream: stdin to the guest
+// (once --after matches, if given), the guest's output to stdout, done at stdin's end or once
+// --expect matches.
 type ConsoleOptions struct {
 	genericiooptions.IOStreams
 	clientSource
@@ -34,9 +35,11 @@ type ConsoleOptions struct {
 	Timeout int
 	Escape  string
 	Expect  string
+	After   string
 
 	escape byte
 	expect *regexp.Regexp
+	after  *regexp.Regexp
 	c      *clients
 }
 
@@ -46,7 +49,8 @@ func newConsoleCommand(kube *genericclioptions.ConfigFlags, streams genericioopt
 		Use:   "console NAME",
 		Short: "Connect to the serial console of a virtual machine instance",
 		Example: "  virtctl console my-vm                      # interactive; leave with Ctrl+]\n" +
-			"  echo 'uname -a' | virtctl console my-vm --expect 'Linux .*'   # scripted",
+			"  echo 'uname -a' | virtctl console my-vm --expect 'Linux .*'   # scripted\n" +
+			"  echo 'uname -a' | virtctl console my-vm --after 'login: ' --expect 'Linux .*'   # type once the guest asks",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(kube, resourceVMI),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,9 +63,10 @@ func newConsoleCommand(kube *genericclioptions.ConfigFlags, streams genericioopt
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().IntVar(&o.Timeout, "timeout", 5, "Minutes to wait for the instance to run (and for --expect to match)")
+	cmd.Flags().IntVar(&o.Timeout, "timeout", 5, "Minutes to wait for the instance to run (and for --after and --expect to match)")
 	cmd.Flags().StringVar(&o.Escape, "escape", "^]", "Key that ends an interactive session: ^X for Ctrl+X")
 	cmd.Flags().StringVar(&o.Expect, "expect", "", "Scripted use: exit 0 once the guest's output matches this regular expression (exit 124 if it does not in time)")
+	cmd.Flags().StringVar(&o.After, "after", "", "Scripted use: send stdin only once the guest's output matches this regular expression (a prompt); --expect then matches what follows (exit 124 if it does not match in time)")
 	return cmd
 }
 
@@ -84,6 +89,11 @@ func (o *ConsoleOptions) Validate(cmd *cobra.Command) error {
 	if o.Expect != "" {
 		if o.expect, err = regexp.Compile(o.Expect); err != nil {
 			return usageError(cmd, "--expect: %v", err)
+		}
+	}
+	if o.After != "" {
+		if o.after, err = regexp.Compile(o.After); err != nil {
+			return usageError(cmd, "--after: %v", err)
 		}
 	}
 	return nil
@@ -116,6 +126,9 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 	deadline := time.Now().Add(limit)
 	input := readInput(o.In)
 	tty := isTerminal(o.In) && isTerminal(o.Out)
+	if tty && o.after != nil {
+		return fmt.Errorf("--after is for scripted use (stdin or stdout not a terminal); here both are")
+	}
 	waitingFor := "" // the refusal last reported, so each is printed once
 	for {
 		waitCtx, cancel := context.WithDeadline(ctx, deadline)
@@ -141,13 +154,16 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 		if tty {
 			s, err = o.interactive(ctx, ws, input)
 		} else {
-			s = &session{ws: ws, out: o.Out, expect: o.expect, queries: &queryStripper{}}
+			s = &session{ws: ws, out: o.Out, expect: o.expect, after: o.after, queries: &queryStripper{}}
 			sessionCtx, cancel := ctx, context.CancelFunc(func() {})
-			if o.expect != nil {
+			if o.expect != nil || o.after != nil {
 				sessionCtx, cancel = context.WithDeadline(ctx, deadline)
 			}
 			err = s.run(sessionCtx, input, 0)
 			cancel()
+			if s.afterSeen {
+				o.after = nil // a reconnect (a migration's hand-over) does not wait for it again
+			}
 		}
 		switch {
 		case err != nil:
@@ -156,14 +172,16 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 			return nil
 		case s.inputEnded && o.expect == nil:
 			return nil
+		case o.after != nil && time.Now().After(deadline):
+			return timeout(fmt.Errorf("the console of vmi/%s printed nothing matching --after %q within %d minutes; nothing was sent", o.Name, o.After, o.Timeout))
 		case o.expect != nil && time.Now().After(deadline):
 			return timeout(fmt.Errorf("the console of vmi/%s printed nothing matching --expect %q within %d minutes", o.Name, o.Expect, o.Timeout))
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
 		fmt.Fprintf(o.ErrOut, "\r\nconsole of vmi/%s: %s; reconnecting\r\n", o.Name, s.closeReason)
-		if o.expect == nil {
-			deadline = time.Now().Add(limit) // --expect keeps its deadline across reconnects
+		if o.expect == nil && o.after == nil {
+			deadline = time.Now().Add(limit) // --after and --expect keep their deadline across reconnects
 		}
 		if err := pause(ctx, console.RedialInterval); err != nil { // a stream that closes at once is not redialled in a tight loop
 			return err

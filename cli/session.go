@@ -19,6 +19,9 @@ type session struct {
 	ws     *websocket.Conn
 	out    io.Writer
 	expect *regexp.Regexp
+	// after, in scripted use, holds the input back until the guest's output matches it; --expect
+	// then matches only what the guest prints after that.
+	after *regexp.Regexp
 	// queries, in scripted use, takes terminal queries out of the guest's output (queries.go).
 	queries *queryStripper
 
@@ -26,9 +29,45 @@ type session struct {
 	userEnded   bool // the escape key
 	inputEnded  bool // stdin ended
 	matched     bool // --expect matched
+	afterSeen   bool // --after matched (or there was none): the input flows
 	closeReason string
 
 	seen bytes.Buffer
+	// opened is closed when the input may flow: at once without --after, else once it matches.
+	opened chan struct{}
+}
+
+// watch takes the guest's output for --after and --expect; it reports whether --expect matched.
+// Both buffers are bounded by maxExpectBuffer (the older half is dropped).
+func (s *session) watch(data []byte) bool {
+	if !s.afterSeen {
+		s.seen.Write(data)
+		loc := s.after.FindIndex(s.seen.Bytes())
+		if loc == nil {
+			s.trim()
+			return false
+		}
+		rest := bytes.Clone(s.seen.Bytes()[loc[1]:])
+		s.seen.Reset()
+		s.afterSeen = true
+		close(s.opened)
+		data = rest
+	}
+	if s.expect == nil {
+		return false
+	}
+	s.seen.Write(data)
+	if s.expect.Match(s.seen.Bytes()) {
+		return true
+	}
+	s.trim()
+	return false
+}
+
+func (s *session) trim() {
+	if s.seen.Len() > maxExpectBuffer {
+		s.seen.Next(s.seen.Len() - maxExpectBuffer/2)
+	}
 }
 
 // run pipes until the escape key (when escape is not 0), the input's end, an --expect match, the
@@ -36,6 +75,11 @@ type session struct {
 func (s *session) run(ctx context.Context, input <-chan []byte, escape byte) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	s.opened = make(chan struct{})
+	if s.after == nil {
+		s.afterSeen = true
+		close(s.opened)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // the guest's output
@@ -62,16 +106,10 @@ func (s *session) run(ctx context.Context, input <-chan []byte, escape byte) err
 				cancel(err)
 				return
 			}
-			if s.expect != nil {
-				s.seen.Write(data)
-				if s.expect.Match(s.seen.Bytes()) {
-					s.matched = true
-					cancel(errMatched)
-					return
-				}
-				if s.seen.Len() > maxExpectBuffer {
-					s.seen.Next(s.seen.Len() - maxExpectBuffer/2)
-				}
+			if s.watch(data) {
+				s.matched = true
+				cancel(errMatched)
+				return
 			}
 		}
 	}()
@@ -95,8 +133,14 @@ var (
 	errMatched      = errors.New("--expect matched")
 )
 
-// send copies input to the guest until ctx ends; the escape key and the input's end end it too.
+// send copies input to the guest, once --after has matched, until ctx ends; the escape key and the
+// input's end end it too.
 func (s *session) send(ctx context.Context, input <-chan []byte, escape byte, cancel context.CancelCauseFunc) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-s.opened:
+	}
 	for {
 		select {
 		case <-ctx.Done():

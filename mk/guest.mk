@@ -1,4 +1,5 @@
-# Demo guest images (hack/guest/build.sh): a tiny kernel from linux-source-6.1, a busybox initramfs, a bootable
+# Demo guest images (hack/guest/build.sh): a tiny kernel from linux-source-6.1 (committed in
+# hack/guest/prebuilt, reproducible with guest-kernel-verify), a busybox initramfs, a bootable
 # containerDisk qcow2 and the OCI image tarballs, cached under $(PODVIRT_CACHE)/guest/<version-key>/.
 # See docs/guest-images.md.
 
@@ -6,9 +7,15 @@
 guest-images: ## Build (or reuse) the demo guest and its image tarballs; prints the output directory
 	hack/guest/build.sh
 
-.PHONY: guest-kernel
-guest-kernel: ## Build (or reuse) only the demo guest kernel (several minutes the first time)
+.PHONY: guest-kernel guest-kernel-verify guest-kernel-update
+guest-kernel: ## Print the demo guest's kernel: the committed one, or built from source if kernel.config changed
 	hack/guest/build.sh kernel
+
+guest-kernel-verify: ## Rebuild the committed guest kernel from its recorded linux-source and compare (cached)
+	hack/guest/build.sh verify-kernel
+
+guest-kernel-update: ## Build the guest kernel from today's linux-source-6.1 into hack/guest/prebuilt, to commit
+	hack/guest/build.sh update-kernel
 
 .PHONY: guest-images-import
 guest-images-import: ## Import the demo guest images into the local cluster's containerd (cluster must be up)

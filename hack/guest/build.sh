@@ -7,9 +7,15 @@
 #   hack/guest/build.sh dir        print the output directory of the current sources (built or not)
 #   hack/guest/build.sh import     build, then import both image tarballs into the local cluster
 #
-# Inputs: linux-source-6.1 (kernel built from hack/guest/kernel.config on top of tinyconfig, no modules),
-# busybox-static (the whole userland), syslinux + syslinux-common (MBR and FAT bootloader).
-# Heavy steps run under nice; the kernel build is cached by the linux-source version and config hash.
+#   hack/guest/build.sh verify-kernel   rebuild the committed kernel from its recorded source and compare
+#   hack/guest/build.sh update-kernel   build the kernel from today's linux-source and commit it to hack/guest/prebuilt
+#
+# Inputs: the kernel, busybox-static (the whole userland), syslinux + syslinux-common (MBR and FAT bootloader).
+# The kernel is linux-source-6.1 built from hack/guest/kernel.config on top of tinyconfig, no modules. A
+# build of it is committed in hack/guest/prebuilt (a cold make demo would spend 5 minutes of its 15
+# compiling it); it is used while it was built from the current kernel.config, and verify-kernel shows it
+# is what the source gives. PODVIRT_GUEST_KERNEL=source builds from source instead. Heavy steps run under
+# nice; kernels built from source are cached by the linux-source version and config hash.
 set -euo pipefail
 
 GUEST_RELEASE=1.0
@@ -25,16 +31,19 @@ ALPINE_REFS=(docker.io/podvirt/alpine-container-disk-demo:dev docker.io/podvirt/
 log() { printf 'guest: %s\n' "$*" >&2; }
 die() { printf 'guest: error: %s\n' "$*" >&2; exit 1; }
 
-# ensure_tools installs the host tools this build uses, quickly when they are already there.
+# ensure_tools installs the host tools this build uses, quickly when they are already there; with
+# argument "kernel", also those a kernel build from source needs.
 ensure_tools() {
-	local missing=() pair
-	for pair in gcc:gcc make:make bc:bc flex:flex bison:bison xz:xz-utils cpio:cpio \
-		mkfs.vfat:dosfstools mcopy:mtools syslinux:syslinux sfdisk:fdisk qemu-img:qemu-utils \
-		genisoimage:genisoimage; do
+	local missing=() pair pairs=(cpio:cpio mkfs.vfat:dosfstools mcopy:mtools syslinux:syslinux sfdisk:fdisk
+		qemu-img:qemu-utils genisoimage:genisoimage)
+	[[ ${1:-} == kernel ]] && pairs+=(gcc:gcc make:make bc:bc flex:flex bison:bison xz:xz-utils)
+	for pair in "${pairs[@]}"; do
 		command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 	done
-	[[ -e /usr/include/libelf.h ]] || missing+=(libelf-dev)
-	[[ -e /usr/include/openssl/ssl.h ]] || missing+=(libssl-dev)
+	if [[ ${1:-} == kernel ]]; then
+		[[ -e /usr/include/libelf.h ]] || missing+=(libelf-dev)
+		[[ -e /usr/include/openssl/ssl.h ]] || missing+=(libssl-dev)
+	fi
 	[[ -d /usr/lib/syslinux/mbr ]] || missing+=(syslinux-common)
 	[[ -e /usr/lib/SYSLINUX.EFI/efi64/syslinux.efi ]] || missing+=(syslinux-efi)
 	((${#missing[@]} == 0)) && return 0
@@ -67,17 +76,62 @@ fetch_deb() {
 	printf '%s\n' "$dir/root"
 }
 
-# kernel builds the bzImage from linux-source with hack/guest/kernel.config; prints the cached bzImage path.
+PREBUILT=$HERE/prebuilt
+
+# prebuilt_field prints field $1 of the committed kernel's record (hack/guest/prebuilt/kernel.env).
+prebuilt_field() {
+	sed -n "s/^$1=//p" "$PREBUILT/kernel.env"
+}
+
+# use_prebuilt succeeds when the committed kernel was built from the current kernel.config and
+# PODVIRT_GUEST_KERNEL does not ask for a build from source.
+use_prebuilt() {
+	case ${PODVIRT_GUEST_KERNEL:-prebuilt} in
+	prebuilt) ;;
+	source) return 1 ;;
+	*) die "PODVIRT_GUEST_KERNEL=${PODVIRT_GUEST_KERNEL}: want prebuilt or source" ;;
+	esac
+	[[ -e $PREBUILT/kernel.env ]] &&
+		[[ $(prebuilt_field KERNEL_CONFIG_SHA256) == "$(sha256sum "$HERE/kernel.config" | cut -d' ' -f1)" ]]
+}
+
+# kernel_source prints the linux-source-6.1 version of the kernel the guest gets.
+kernel_source() {
+	if use_prebuilt; then prebuilt_field KERNEL_SOURCE; else candidate linux-source-6.1; fi
+}
+
+# kernel prints the path of the guest's bzImage (next to it: config, release): the committed one when
+# it matches kernel.config, otherwise one built from today's linux-source.
 kernel() {
-	local srcver cfghash out src work
-	srcver=$(candidate linux-source-6.1)
+	if ! use_prebuilt; then
+		ensure_tools kernel
+		source_kernel "$(candidate linux-source-6.1)"
+		return
+	fi
+	local want
+	want=$(prebuilt_field KERNEL_SHA256)
+	[[ $(sha256sum "$PREBUILT/bzImage" | cut -d' ' -f1) == "$want" ]] ||
+		die "hack/guest/prebuilt/bzImage is not the kernel its kernel.env records (sha256 $want)"
+	printf '%s\n' "$PREBUILT/bzImage"
+}
+
+# source_kernel builds the bzImage from linux-source-6.1 version $1 with hack/guest/kernel.config;
+# prints the cached bzImage path.
+source_kernel() {
+	local srcver=$1 cfghash out src work
 	cfghash=$(sha256sum "$HERE/kernel.config" | cut -c1-12)
 	out="$CACHE/kernel/${srcver}-${cfghash}"
-	if [[ -e $out/bzImage ]]; then
+	if [[ -e $out/bzImage && -e $out/toolchain ]]; then
 		printf '%s\n' "$out/bzImage"
 		return 0
 	fi
 	src=$(fetch_deb linux-source-6.1 "$srcver")
+	# The build's date is the source package's (its changelog's last entry), so the same source gives
+	# the same bytes: the kernel prints it in its version, and dates its built-in initramfs with it
+	# (it must parse as a date, or that initramfs gets the time of the build).
+	local stamp
+	stamp=$(zcat "$src/usr/share/doc/linux-source-6.1/changelog.Debian.gz" | awk '/^ -- / && !found {sub(/^ -- .*>  /, ""); print; found = 1}')
+	date -d "$stamp" >/dev/null 2>&1 || die "no date in linux-source-6.1 $srcver's changelog (got '$stamp')"
 	work="$CACHE/tmp/kernel-$$"
 	rm -rf "$work" && mkdir -p "$work"
 	log "unpacking linux-source $srcver"
@@ -92,7 +146,7 @@ kernel() {
 	done < <(grep -v '^#' "$HERE/kernel.config" | grep .)
 	log "building kernel $srcver (nice -n 19 make -j$JOBS, several minutes)"
 	local start=$SECONDS
-	KBUILD_BUILD_TIMESTAMP="linux-source $srcver" KBUILD_BUILD_USER=podvirt KBUILD_BUILD_HOST=podvirt \
+	KBUILD_BUILD_TIMESTAMP="$stamp" KBUILD_BUILD_USER=podvirt KBUILD_BUILD_HOST=podvirt \
 		nice -n 19 make -C "$tree" -j"$JOBS" bzImage >"$work/build.log" 2>&1 ||
 		{ tail -40 "$work/build.log" >&2; die "kernel build failed (log: $work/build.log)"; }
 	log "kernel built in $((SECONDS - start)) s"
@@ -100,9 +154,68 @@ kernel() {
 	cp "$tree/arch/x86/boot/bzImage" "$out.tmp/bzImage"
 	cp "$tree/.config" "$out.tmp/config"
 	make -s -C "$tree" kernelrelease >"$out.tmp/release"
+	toolchain >"$out.tmp/toolchain"
 	rm -rf "$out" && mv "$out.tmp" "$out"
 	rm -rf "$work" "$(dirname "$src")" # the source package is 139 MB; apt-get download is quick when needed again
 	printf '%s\n' "$out/bzImage"
+}
+
+# toolchain prints the Debian versions of the compiler and binutils a kernel build uses.
+toolchain() {
+	dpkg-query -W -f '${Package}=${Version}\n' "gcc-$(gcc -dumpversion)" binutils | paste -sd ' '
+}
+
+# verify_kernel rebuilds the committed kernel from the linux-source version and kernel.config it was
+# built from and compares the bzImage: it fails when the same source, config and toolchain give other
+# bytes. When Debian no longer serves that source, or the toolchain differs, it says it cannot judge.
+verify_kernel() {
+	[[ -e $PREBUILT/kernel.env ]] || die "no committed kernel (hack/guest/prebuilt/kernel.env)"
+	use_prebuilt || die "hack/guest/kernel.config changed since the committed kernel was built: run make guest-kernel-update"
+	local srcver want bz got tc
+	srcver=$(prebuilt_field KERNEL_SOURCE)
+	want=$(prebuilt_field KERNEL_SHA256)
+	ensure_tools kernel
+	candidate linux-source-6.1 >/dev/null # makes sure apt's lists exist
+	if ! apt-cache madison linux-source-6.1 | awk '{print $3}' | grep -qxF "$srcver"; then
+		log "cannot verify the committed kernel: Debian no longer serves linux-source-6.1 $srcver" \
+			"(it serves $(candidate linux-source-6.1)); make guest-kernel-update builds and commits that one"
+		return 0
+	fi
+	bz=$(source_kernel "$srcver")
+	got=$(sha256sum "$bz" | cut -d' ' -f1)
+	tc=$(cat "$(dirname "$bz")/toolchain")
+	if [[ $got == "$want" ]]; then
+		log "committed kernel verified: linux-source $srcver + kernel.config + $tc give sha256 $want"
+	elif [[ $tc != "$(prebuilt_field KERNEL_TOOLCHAIN)" ]]; then
+		log "cannot verify the committed kernel: built here with $tc (sha256 $got), committed one with" \
+			"$(prebuilt_field KERNEL_TOOLCHAIN) (sha256 $want)"
+	else
+		die "the committed kernel is not what linux-source $srcver + kernel.config + $tc give: sha256 $want committed, $got built ($bz)"
+	fi
+}
+
+# update_kernel builds the kernel from today's linux-source-6.1 and kernel.config and writes it, with
+# its record, into hack/guest/prebuilt, to be committed.
+update_kernel() {
+	ensure_tools kernel
+	local srcver bz dir
+	srcver=$(candidate linux-source-6.1)
+	bz=$(source_kernel "$srcver")
+	dir=$(dirname "$bz")
+	mkdir -p "$PREBUILT"
+	cp "$bz" "$PREBUILT/bzImage"
+	cp "$dir/config" "$PREBUILT/config"
+	cp "$dir/release" "$PREBUILT/release"
+	cat >"$PREBUILT/kernel.env" <<-EOF
+		# The demo guest's kernel (bzImage; its full config and release beside it), committed so that a cold
+		# make demo does not compile it. Written by make guest-kernel-update; make guest-kernel-verify (in
+		# make test) rebuilds it from this record and compares.
+		KERNEL_SOURCE=$srcver
+		KERNEL_CONFIG_SHA256=$(sha256sum "$HERE/kernel.config" | cut -d' ' -f1)
+		KERNEL_TOOLCHAIN=$(cat "$dir/toolchain")
+		KERNEL_SHA256=$(sha256sum "$bz" | cut -d' ' -f1)
+	EOF
+	log "wrote hack/guest/prebuilt from linux-source $srcver: commit it"
 }
 
 # syslinux_version is the installed syslinux (the disk's bootloader comes from the host's packages).
@@ -110,11 +223,12 @@ syslinux_version() {
 	dpkg-query -W -f '${Package}=${Version} ' syslinux syslinux-common syslinux-efi
 }
 
-# version_key hashes every input of the guest: the build script, kernel config, rootfs files and package versions.
+# version_key hashes every input of the guest: the build script, kernel config, committed kernel, rootfs
+# files and package versions.
 version_key() {
 	{
 		printf '%s\n' "$GUEST_RELEASE" "$1" "$2" "$3"
-		(cd "$HERE" && find build.sh kernel.config rootfs -type f -print0 | LC_ALL=C sort -z |
+		(cd "$HERE" && find build.sh kernel.config prebuilt rootfs -type f -print0 | LC_ALL=C sort -z |
 			xargs -0 sha256sum)
 		(cd "$HERE" && find rootfs -perm -u+x -type f | LC_ALL=C sort)
 	} | sha256sum | cut -c1-16
@@ -197,7 +311,7 @@ KERNELBOOT_ARGS="console=ttyS0"
 build_all() {
 	local srcver bbver slver key out bzimage busybox
 	ensure_tools
-	srcver=$(candidate linux-source-6.1)
+	srcver=$(kernel_source)
 	bbver=$(candidate busybox-static)
 	slver=$(syslinux_version)
 	key=$(version_key "$srcver" "$bbver" "$slver")
@@ -290,9 +404,15 @@ main() {
 		ensure_tools
 		kernel
 		;;
+	verify-kernel)
+		verify_kernel
+		;;
+	update-kernel)
+		update_kernel
+		;;
 	dir)
 		ensure_tools
-		printf '%s\n' "$CACHE/$(version_key "$(candidate linux-source-6.1)" "$(candidate busybox-static)" "$(syslinux_version)")"
+		printf '%s\n' "$CACHE/$(version_key "$(kernel_source)" "$(candidate busybox-static)" "$(syslinux_version)")"
 		;;
 	import)
 		local out
@@ -301,7 +421,7 @@ main() {
 		(cd "$REPO" && CGO_ENABLED=0 go run -trimpath ./cmd/podvirt-image import "$out/kernelboot.tar" "$out/containerdisk.tar" "$out/alpine.tar")
 		;;
 	*)
-		die "unknown command ${1} (want: all, kernel, dir, import)"
+		die "unknown command ${1} (want: all, kernel, verify-kernel, update-kernel, dir, import)"
 		;;
 	esac
 }

@@ -52,7 +52,8 @@ func virtctl(t *testing.T, f *framework.Framework, stdin string, args ...string)
 }
 
 // virtctl as a user drives it: start --wait shows the phases to Running, a scripted console runs a
-// command in the guest, restart --wait brings a new instance, stop --force --grace-period=0 --wait
+// command in the guest, restart --wait brings a new instance and a scripted console --after its
+// prompt runs a command in it while it boots, stop --force --grace-period=0 --wait
 // ends at Stopped, and start --wait of a VM that cannot be scheduled times out (exit 124) saying why.
 func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
 	f := framework.New(t)
@@ -89,6 +90,12 @@ func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
 	again := &virtv1.VirtualMachineInstance{}
 	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: "vm"}, again); code != 0 || err != nil || again.UID == first.UID {
 		t.Errorf("restart --wait: exit %d (%v), instance %s → %s, output:\n%s", code, err, first.UID, again.UID, out)
+	}
+	// A CI script right after restart --wait: the guest is still booting, so input typed now would be
+	// lost; --after holds it until the shell's prompt, and --expect then matches only the answer.
+	out, code = virtctl(t, f, "uname -a\n", "console", "vm", "--after", "podvirt-demo# ", "--expect", `Linux podvirt-demo 6\.\S+`, "--timeout", "3")
+	if code != 0 || !strings.Contains(out, "Linux podvirt-demo 6.") || strings.Contains("\n"+out, "\nerror: ") {
+		t.Errorf("scripted console --after the prompt of a booting guest: exit %d, output:\n%s", code, tail(out, 20))
 	}
 
 	out, code = virtctl(t, f, "", "stop", "vm", "--force", "--grace-period=0", "--wait")
