@@ -89,6 +89,7 @@ func (h *Handlers) calls() map[string]http.HandlerFunc {
 		subv1.Pause:       agent(func() any { return &subv1.PauseOptions{} }, agentv1.PathPause),
 		subv1.Unpause:     agent(func() any { return &subv1.UnpauseOptions{} }, agentv1.PathUnpause),
 		subv1.SoftReboot:  agent(func() any { return &struct{}{} }, agentv1.PathSoftReboot),
+		subv1.Reset:       agent(func() any { return &struct{}{} }, agentv1.PathReset),
 		subv1.Console:     stream(agentv1.PathConsole),
 		subv1.VNC:         stream(agentv1.PathVNC),
 		subv1.PortForward: h.portForward,

@@ -15,7 +15,7 @@ import (
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
-// ActionOptions are pause, unpause, softreboot and migrate: one subresource call on a running
+// ActionOptions are pause, unpause, softreboot, reset and migrate: one subresource call on a running
 // instance (pause/unpause take `vm NAME` or `vmi NAME`, as KubeVirt's virtctl; both reach the
 // instance of that name).
 type ActionOptions struct {
@@ -50,7 +50,7 @@ func newActionCommand(kube *genericclioptions.ConfigFlags, streams genericioopti
 			return o.Run(cmd.Context())
 		},
 	}
-	if sub != subv1.SoftReboot {
+	if sub != subv1.SoftReboot && sub != subv1.Reset { // KubeVirt's virtctl has no --dry-run for them
 		cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Validate the request without changing anything")
 	}
 	if sub == subv1.Migrate {
@@ -70,6 +70,10 @@ func newUnpauseCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.I
 
 func newSoftRebootCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
 	return newActionCommand(kube, s, subv1.SoftReboot, false, "Reboot a running instance through ACPI (the instance stays)")
+}
+
+func newResetCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
+	return newActionCommand(kube, s, subv1.Reset, false, "Reset a running instance: the guest restarts at once, without shutting down (the instance stays)")
 }
 
 func newMigrateCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {

@@ -269,6 +269,7 @@ func TestCommandsSendKubeVirtsRequests(t *testing.T) {
 		{[]string{"pause", "vmi", "x"}, "PUT " + base + `virtualmachineinstances/x/pause {}`},
 		{[]string{"unpause", "vm", "x", "--dry-run"}, "PUT " + base + `virtualmachineinstances/x/unpause {"dryRun":["All"]}`},
 		{[]string{"softreboot", "x"}, "PUT " + base + `virtualmachineinstances/x/softreboot {}`},
+		{[]string{"reset", "x"}, "PUT " + base + `virtualmachineinstances/x/reset {}`},
 		{[]string{"migrate", "x"}, "PUT " + base + `virtualmachines/x/migrate {}`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -175,6 +175,7 @@ func (l *runningLauncher) VNC(context.Context) (net.Conn, error) {
 }
 
 func (l *runningLauncher) Reboot(context.Context) error { return nil }
+func (l *runningLauncher) Reset(context.Context) error  { return nil }
 
 func (l *runningLauncher) PortForward(context.Context, int) (net.Conn, error) {
 	return nil, errors.New("the benchmark's launchers have no guest network")

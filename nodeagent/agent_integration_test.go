@@ -271,6 +271,7 @@ func TestPauseAndUnpauseThroughSubresourceServer(t *testing.T) {
 
 	assert.Equal(t, http.StatusConflict, put(t, url("vm-pause", "pause")), "pausing a paused guest is a conflict")
 	assert.Equal(t, http.StatusConflict, put(t, url("vm-pause", "softreboot")), "a paused guest cannot be rebooted")
+	assert.Equal(t, http.StatusConflict, put(t, url("vm-pause", "reset")), "a paused guest cannot be reset")
 	assert.Equal(t, http.StatusNotFound, put(t, url("no-such-vm", "pause")))
 
 	assert.Equal(t, http.StatusOK, put(t, url("vm-pause", "unpause")))
@@ -282,6 +283,8 @@ func TestPauseAndUnpauseThroughSubresourceServer(t *testing.T) {
 	g.waitEvent(t, nodeagent.EventUnpaused)
 	assert.Equal(t, http.StatusOK, put(t, url("vm-pause", "softreboot")))
 	assert.Equal(t, 1, g.launcher.Reboots(), "the reboot reached the launcher once")
+	assert.Equal(t, http.StatusOK, put(t, url("vm-pause", "reset")))
+	assert.Equal(t, 1, g.launcher.Resets(), "the reset reached the launcher once")
 }
 
 func put(t *testing.T, url string) int {

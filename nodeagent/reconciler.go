@@ -65,6 +65,8 @@ type Launcher interface {
 	VNC(ctx context.Context) (net.Conn, error)
 	// Reboot asks for an ACPI reboot.
 	Reboot(ctx context.Context) error
+	// Reset asks for a hard reset.
+	Reset(ctx context.Context) error
 	// PortForward connects to the guest's TCP port.
 	PortForward(ctx context.Context, port int) (net.Conn, error)
 	// SocketPath is the launcher's command socket (the agent watches for it while the launcher starts).

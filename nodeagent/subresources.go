@@ -25,8 +25,8 @@ import (
 	"github.com/podvirt/podvirt/nodeagent/launcherclient"
 )
 
-// SubresourceServer serves the subresources of this node's instances over HTTP(S): pause, unpause
-// and softreboot act on the launcher and answer 200 at once (the Paused condition follows through
+// SubresourceServer serves the subresources of this node's instances over HTTP(S): pause, unpause,
+// softreboot and reset act on the launcher and answer 200 at once (the Paused condition follows through
 // the reconciler, which Triggers wakes for the instance); console, vnc and portforward are
 // websockets onto the guest's serial console (shared), VNC display and TCP ports.
 //
@@ -87,7 +87,12 @@ func (s *SubresourceServer) Handler() http.Handler {
 	mux.HandleFunc("PUT "+agentv1.PathUnpause, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, launcherv1.DomainRunning, Launcher.Unpause)
 	}))
-	mux.HandleFunc("PUT "+agentv1.PathSoftReboot, s.fromVirtAPI(s.softReboot))
+	mux.HandleFunc("PUT "+agentv1.PathSoftReboot, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
+		s.press(w, r, Launcher.Reboot)
+	}))
+	mux.HandleFunc("PUT "+agentv1.PathReset, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
+		s.press(w, r, Launcher.Reset)
+	}))
 	mux.HandleFunc("GET "+agentv1.PathConsole, s.fromVirtAPI(s.console))
 	mux.HandleFunc("GET "+agentv1.PathVNC, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, "VNC display", func(ctx context.Context, pod *corev1.Pod) (io.ReadWriteCloser, error) { return s.Dial(pod).VNC(ctx) })
@@ -206,15 +211,15 @@ func (s *SubresourceServer) console(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// softReboot asks the instance's launcher for an ACPI reboot.
-func (s *SubresourceServer) softReboot(w http.ResponseWriter, r *http.Request) {
+// press asks the instance's launcher for a reboot or a reset (call), answering 200 once it took it.
+func (s *SubresourceServer) press(w http.ResponseWriter, r *http.Request, call func(Launcher, context.Context) error) {
 	ctx := r.Context()
 	_, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
 	if code != http.StatusOK {
 		writeError(w, code, msg)
 		return
 	}
-	if err := s.Dial(pod).Reboot(ctx); err != nil {
+	if err := call(s.Dial(pod), ctx); err != nil {
 		writeLauncherError(w, err)
 		return
 	}

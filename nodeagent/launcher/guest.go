@@ -51,6 +51,7 @@ const (
 	opPause
 	opUnpause
 	opReboot
+	opReset
 	opForward
 	opPrepareTarget
 	opMigrate
@@ -346,6 +347,8 @@ func (g *guest) handle(ctx context.Context, r request) error {
 		err = g.dom.Resume()
 	case opReboot:
 		err = g.reboot()
+	case opReset:
+		err = g.reset()
 	case opForward:
 		*r.local, err = g.forward(r.port)
 	case opMigrate:

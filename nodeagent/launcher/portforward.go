@@ -36,6 +36,26 @@ func (g *guest) reboot() error {
 	return nil
 }
 
+// reset presses the reset button: the guest restarts at once, without shutting down, and the domain
+// (and this launcher) keeps running. Refused, like reboot, unless the guest runs and is not shutting
+// down.
+func (g *guest) reset() error {
+	state, _, err := g.dom.GetState()
+	if err != nil {
+		return fmt.Errorf("domain state: %w", err)
+	}
+	if state != libvirt.DOMAIN_RUNNING && state != libvirt.DOMAIN_BLOCKED {
+		return fmt.Errorf("the guest is %s, not running: it cannot be reset", strings.ToLower(string(stateOf(state))))
+	}
+	if g.shutdownReq {
+		return errors.New("the guest is shutting down")
+	}
+	if err := g.dom.Reset(0); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	return nil
+}
+
 // forward returns the loopback port of the Pod that reaches the guest's TCP port: the port itself
 // when the VMI declares it (its host forward listens on every address of the Pod), else a host
 // forward added now on a free loopback port, kept for later calls.

@@ -64,6 +64,9 @@ func newHandler(g *guest) http.Handler {
 	mux.HandleFunc("POST "+launcherv1.PathReboot, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, g, request{op: opReboot}, http.StatusAccepted)
 	})
+	mux.HandleFunc("POST "+launcherv1.PathReset, func(w http.ResponseWriter, r *http.Request) {
+		reply(w, r, g, request{op: opReset}, http.StatusAccepted)
+	})
 	mux.HandleFunc("GET "+launcherv1.PathPortForward+"{port}", portForward(g))
 	mux.HandleFunc("POST "+launcherv1.PathMigrationTarget, syncHandler(g, opPrepareTarget))
 	mux.HandleFunc("POST "+launcherv1.PathMigrate, func(w http.ResponseWriter, r *http.Request) {

@@ -138,6 +138,11 @@ func (c *Client) Reboot(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, launcherv1.PathReboot, nil, nil, DefaultTimeout)
 }
 
+// Reset asks for a hard reset of the guest.
+func (c *Client) Reset(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, launcherv1.PathReset, nil, nil, DefaultTimeout)
+}
+
 // PortForward connects to the guest's TCP port through the launcher (launcherv1.PathPortForward):
 // the returned connection carries the bytes of that one TCP connection.
 func (c *Client) PortForward(ctx context.Context, port int) (net.Conn, error) {

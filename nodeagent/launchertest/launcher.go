@@ -33,6 +33,7 @@ type Launcher struct {
 	shutdowns []launcherv1.ShutdownRequest
 	kills     int
 	reboots   int
+	resets    int
 	polls     []time.Time
 	vouches   []string // each status request's launcherv1.HeaderVouchedUntil ("" when absent)
 	stalled   bool
@@ -64,7 +65,8 @@ func Start(dir string) (*Launcher, error) {
 	mux.HandleFunc("POST "+launcherv1.PathKill, l.kill)
 	mux.HandleFunc("POST "+launcherv1.PathPause, l.pause)
 	mux.HandleFunc("POST "+launcherv1.PathUnpause, l.unpause)
-	mux.HandleFunc("POST "+launcherv1.PathReboot, l.reboot)
+	mux.HandleFunc("POST "+launcherv1.PathReboot, func(w http.ResponseWriter, _ *http.Request) { l.press(w, "rebooted", &l.reboots) })
+	mux.HandleFunc("POST "+launcherv1.PathReset, func(w http.ResponseWriter, _ *http.Request) { l.press(w, "reset", &l.resets) })
 	mux.HandleFunc("GET "+launcherv1.PathStatus, l.getStatus)
 	l.srv = &http.Server{Handler: mux}
 	go func() { l.served <- l.srv.Serve(ln) }()
@@ -169,15 +171,23 @@ func (l *Launcher) Reboots() int {
 	return l.reboots
 }
 
-// reboot counts the request; only a running guest may be rebooted (as the real launcher).
-func (l *Launcher) reboot(w http.ResponseWriter, _ *http.Request) {
+// Resets is how many reset requests were received.
+func (l *Launcher) Resets() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.resets
+}
+
+// press counts a reboot or reset request in count; only a running guest may be rebooted or reset
+// (as the real launcher).
+func (l *Launcher) press(w http.ResponseWriter, done string, count *int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.status.State != launcherv1.DomainRunning {
-		replyError(w, http.StatusConflict, fmt.Sprintf("the guest is %s, not running: it cannot be rebooted", l.status.State))
+		replyError(w, http.StatusConflict, fmt.Sprintf("the guest is %s, not running: it cannot be %s", l.status.State, done))
 		return
 	}
-	l.reboots++
+	*count++
 	w.WriteHeader(http.StatusAccepted)
 }
 

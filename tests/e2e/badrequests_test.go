@@ -26,6 +26,7 @@ func badRequests(t *testing.T, f *framework.Framework) {
 	put(f, vmis+"vm/pause", "", 202, "")
 	put(f, vmis+"vm/pause", "", 409, "is already paused")
 	put(f, vmis+"vm/softreboot", "", 409, "the guest is paused, not running: it cannot be rebooted")
+	put(f, vmis+"vm/reset", "", 409, "the guest is paused, not running: it cannot be reset")
 	put(f, vmis+"vm/unpause", "", 202, "")
 
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the agent writes the instance's status meanwhile

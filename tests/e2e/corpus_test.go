@@ -109,6 +109,7 @@ func subresourceCases(f *framework.Framework) []badInput {
 		{"PUT", vmis + "nope/pause", "", 404, noVMI},
 		{"PUT", vmis + "nope/unpause", "", 404, noVMI},
 		{"PUT", vmis + "nope/softreboot", "", 404, noVMI},
+		{"PUT", vmis + "nope/reset", "", 404, noVMI},
 		{"GET", vmis + "nope/console", "", 404, noVMI},
 		{"GET", vmis + "nope/vnc", "", 404, noVMI},
 		{"GET", vmis + "nope/portforward/80", "", 404, noVMI},

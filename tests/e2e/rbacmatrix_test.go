@@ -170,7 +170,7 @@ func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 	}})
 	f.Create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vmi-only"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"*"}},
-		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot"}, Verbs: []string{"update"}},
+		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset"}, Verbs: []string{"update"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/portforward"}, Verbs: []string{"get"}},
 	}})
 	sa := func(ns, name, kind, role string) matrixCaller {

@@ -397,7 +397,7 @@ func streamRBAC(t *testing.T, f *framework.Framework) {
 			t.Errorf("alice %s in another namespace: want 403, got %v (%+v)", sub, err, resp)
 		}
 	}
-	for _, path := range []string{vmi + "pause", vmi + "unpause", vmi + "softreboot", "/namespaces/" + f.Namespace + "/virtualmachines/vm/migrate"} {
+	for _, path := range []string{vmi + "pause", vmi + "unpause", vmi + "softreboot", vmi + "reset", "/namespaces/" + f.Namespace + "/virtualmachines/vm/migrate"} {
 		err := kubernetes.NewForConfigOrDie(bob).Discovery().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1" + path).Body([]byte("{}")).Do(f.Context()).Error()
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("bob (view) PUT %s: want 403, got %v", path, err)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,8 @@ func virtctl(t *testing.T, f *framework.Framework, stdin string, args ...string)
 
 // virtctl as a user drives it: start --wait shows the phases to Running, a scripted console runs a
 // command in the guest, restart --wait brings a new instance and a scripted console --after its
-// prompt runs a command in it while it boots, stop --force --grace-period=0 --wait
+// prompt runs a command in it while it boots, reset restarts the guest in the same instance,
+// stop --force --grace-period=0 --wait
 // ends at Stopped, and start --wait of a VM that cannot be scheduled times out (exit 124) saying why.
 func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
 	f := framework.New(t)
@@ -97,6 +99,7 @@ func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Linux podvirt-demo 6.") || strings.Contains("\n"+out, "\nerror: ") {
 		t.Errorf("scripted console --after the prompt of a booting guest: exit %d, output:\n%s", code, tail(out, 20))
 	}
+	resetRestartsTheGuestOnly(t, f)
 
 	out, code = virtctl(t, f, "", "stop", "vm", "--force", "--grace-period=0", "--wait")
 	if code != 0 || !strings.Contains(out, "vm/vm Stopped") {
@@ -127,6 +130,39 @@ func TestVirtctlLifecycleAndScriptedConsole(t *testing.T) {
 	if code != 124 || !strings.Contains(out, "timed out after 20s waiting for vm/huge to be Running") || !strings.Contains(out, "Insufficient memory") {
 		t.Errorf("start --wait of an unschedulable VM: exit %d, want 124 and the scheduler's reason; output:\n%s", code, out)
 	}
+}
+
+// bootID matches the guest's /proc/sys/kernel/random/boot_id as it prints it.
+var bootID = regexp.MustCompile(`\n([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\r?\n`)
+
+// resetRestartsTheGuestOnly: virtctl reset gives the guest a new boot (a new boot id) in the same
+// instance; the scripted console types once the rebooted guest's prompt is there.
+func resetRestartsTheGuestOnly(t *testing.T, f *framework.Framework) {
+	t.Helper()
+	const readID = "cat /proc/sys/kernel/random/boot_id\n"
+	out, code := virtctl(t, f, readID, "console", "vm", "--expect", bootID.String(), "--timeout", "2")
+	before := bootID.FindStringSubmatch(out)
+	if code != 0 || before == nil {
+		t.Fatalf("reading the boot id: exit %d, output:\n%s", code, tail(out, 20))
+	}
+	vmi := &virtv1.VirtualMachineInstance{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: "vm"}, vmi); err != nil {
+		t.Fatal(err)
+	}
+	out, code = virtctl(t, f, "", "reset", "vm")
+	if code != 0 || !strings.Contains(out, "VMI vm was scheduled to reset") {
+		t.Fatalf("reset: exit %d, output:\n%s", code, out)
+	}
+	out, code = virtctl(t, f, readID, "console", "vm", "--after", "podvirt-demo# ", "--expect", bootID.String(), "--timeout", "3")
+	after := bootID.FindStringSubmatch(out)
+	if code != 0 || after == nil || after[1] == before[1] {
+		t.Fatalf("after reset: exit %d, boot id %v before, %v after; output:\n%s", code, before, after, tail(out, 20))
+	}
+	again := &virtv1.VirtualMachineInstance{}
+	if err := f.Client.Get(f.Context(), client.ObjectKey{Namespace: f.Namespace, Name: "vm"}, again); err != nil || again.UID != vmi.UID || again.Status.Phase != virtv1.Running {
+		t.Fatalf("reset replaced or stopped the instance: %v, uid %s → %s, phase %s", err, vmi.UID, again.UID, again.Status.Phase)
+	}
+	t.Logf("reset: boot id %s → %s, instance %s kept", before[1], after[1], vmi.UID)
 }
 
 // interactiveConsole runs `virtctl console` in tmux (a real terminal): a typed command runs in the

@@ -28,6 +28,8 @@ const (
 	PathConsole = instancePath + subv1.Console
 	// PathSoftReboot asks for an ACPI reboot of the guest.
 	PathSoftReboot = instancePath + subv1.SoftReboot
+	// PathReset asks for a hard reset of the guest (the reset button: no shutdown first).
+	PathReset = instancePath + subv1.Reset
 	// PathVNC is a websocket onto the guest's VNC display (one connection per viewer).
 	PathVNC = instancePath + subv1.VNC
 	// PathPortForward is a websocket carrying one TCP connection to the guest's port {port}.

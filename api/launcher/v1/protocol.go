@@ -13,6 +13,7 @@ import "time"
 //	POST /v1/pause      → 200 Status
 //	POST /v1/unpause    → 200 Status
 //	POST /v1/reboot     → 202 (ACPI reboot: the guest reboots, the domain keeps running)
+//	POST /v1/reset      → 202 (hard reset: the guest restarts at once, the domain keeps running)
 //	GET  /v1/status     → 200 Status
 //	GET  /v1/portforward/{port}  with "Connection: Upgrade", "Upgrade: tcp"
 //	                    → 101, then the connection carries the bytes of one TCP connection to the
@@ -42,6 +43,7 @@ const (
 	PathUnpause  = "/v1/unpause"
 	PathStatus   = "/v1/status"
 	PathReboot   = "/v1/reboot"
+	PathReset    = "/v1/reset"
 	// PathMigrationTarget, PathMigrate and PathMigrateCancel drive a live migration (see above).
 	PathMigrationTarget = "/v1/migration/target"
 	PathMigrate         = "/v1/migrate"

@@ -20,6 +20,7 @@ const (
 	Pause       = "pause"
 	Unpause     = "unpause"
 	SoftReboot  = "softreboot"
+	Reset       = "reset"
 	Console     = "console"
 	VNC         = "vnc"
 	PortForward = "portforward"
@@ -78,7 +79,7 @@ func Table() []Subresource {
 	rows = append(rows,
 		put(VirtualMachines, Start), put(VirtualMachines, Stop), put(VirtualMachines, Restart),
 		put(VirtualMachineInstances, Pause), put(VirtualMachineInstances, Unpause),
-		put(VirtualMachines, Migrate), put(VirtualMachineInstances, SoftReboot))
+		put(VirtualMachines, Migrate), put(VirtualMachineInstances, SoftReboot), put(VirtualMachineInstances, Reset))
 	for _, parent := range []string{VirtualMachineInstances, VirtualMachines} {
 		rows = append(rows, stream(parent, Console), stream(parent, VNC), stream(parent, PortForward, "/{port}", "/{port}/{protocol}"))
 	}
