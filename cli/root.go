@@ -67,7 +67,7 @@ func NewCommand(name string, streams genericiooptions.IOStreams) *cobra.Command 
 	kube.AddFlags(root.PersistentFlags())
 	for _, newCmd := range []func(*genericclioptions.ConfigFlags, genericiooptions.IOStreams) *cobra.Command{
 		newStartCommand, newStopCommand, newRestartCommand, newPauseCommand, newUnpauseCommand,
-		newSoftRebootCommand, newResetCommand, newMigrateCommand, newConsoleCommand, newVNCCommand, newPortForwardCommand,
+		newSoftRebootCommand, newResetCommand, newMigrateCommand, newMigrateCancelCommand, newConsoleCommand, newVNCCommand, newPortForwardCommand,
 		newLogsCommand, newExposeCommand, newCreateCommand, newSSHCommand, newSCPCommand, newDashboardCommand, newVersionCommand,
 	} {
 		root.AddCommand(newCmd(kube, streams))

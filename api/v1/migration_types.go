@@ -41,6 +41,11 @@ type VirtualMachineInstanceMigrationSpec struct {
 // (the guest stays on the source) and only then is the migration removed.
 const MigrationFinalizer = "kubevirt.io/migrationJobFinalize"
 
+// MigrationSelectorLabel names the instance a migration moves, as its spec.vmiName: admission sets it
+// on create and keeps it, so clients find an instance's migrations by label (KubeVirt's virtctl
+// migrate-cancel does).
+const MigrationSelectorLabel = "kubevirt.io/vmi-name"
+
 // VirtualMachineInstanceMigrationPhase is where a migration is.
 //
 // +kubebuilder:validation:Enum=Pending;Scheduling;Scheduled;PreparingTarget;TargetReady;Running;Succeeded;Failed

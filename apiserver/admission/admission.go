@@ -45,6 +45,8 @@ const (
 	PathValidateReplicaSet = "/validate-kubevirt-io-v1-virtualmachineinstancereplicaset"
 	// PathValidateMigration validates VirtualMachineInstanceMigrations.
 	PathValidateMigration = "/validate-kubevirt-io-v1-virtualmachineinstancemigration"
+	// PathMutateMigration labels VirtualMachineInstanceMigrations with their instance.
+	PathMutateMigration = "/mutate-kubevirt-io-v1-virtualmachineinstancemigration"
 )
 
 // Register adds the webhooks to srv; c reads the instances a migration names and the instancetypes
@@ -54,6 +56,7 @@ func Register(srv webhook.Server, s *runtime.Scheme, c client.Client, namespace 
 	reader := client.Reader(c)
 	srv.Register(PathEvictLauncher, &webhook.Admission{Handler: evictionInterceptor{client: c, policy: policy}})
 	srv.Register(PathValidateMigration, admission.WithValidator[*virtv1.VirtualMachineInstanceMigration](s, migrationValidator{reader: reader}))
+	srv.Register(PathMutateMigration, admission.WithDefaulter[*virtv1.VirtualMachineInstanceMigration](s, migrationDefaulter{}))
 	srv.Register(PathValidateVMI, admission.WithValidator[*virtv1.VirtualMachineInstance](s, instanceValidator{policy: policy}))
 	srv.Register(PathMutateVMI, admission.WithDefaulter[*virtv1.VirtualMachineInstance](s, instanceDefaulter{}))
 	srv.Register(PathValidateVM, admission.WithValidator[*virtv1.VirtualMachine](s, vmValidator{reader: reader, policy: policy}))

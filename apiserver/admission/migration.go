@@ -54,10 +54,27 @@ func (v migrationValidator) validateCreate(ctx context.Context, m *virtv1.Virtua
 }
 
 func (migrationValidator) ValidateUpdate(_ context.Context, old, m *virtv1.VirtualMachineInstanceMigration) (admission.Warnings, error) {
-	if reflect.DeepEqual(old.Spec, m.Spec) {
-		return nil, nil
+	var errs field.ErrorList
+	if !reflect.DeepEqual(old.Spec, m.Spec) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec"), "the spec of a migration cannot change once created"))
 	}
-	return nil, invalid("VirtualMachineInstanceMigration", m, field.ErrorList{field.Forbidden(field.NewPath("spec"), "the spec of a migration cannot change once created")})
+	if label, ok := old.Labels[virtv1.MigrationSelectorLabel]; ok && m.Labels[virtv1.MigrationSelectorLabel] != label {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(virtv1.MigrationSelectorLabel),
+			"names the migrated instance ("+label+") and cannot change or go"))
+	}
+	return nil, invalid("VirtualMachineInstanceMigration", m, errs)
+}
+
+// migrationDefaulter labels a new migration with the instance it moves (MigrationSelectorLabel),
+// replacing whatever the creator put there.
+type migrationDefaulter struct{}
+
+func (migrationDefaulter) Default(_ context.Context, m *virtv1.VirtualMachineInstanceMigration) error {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[virtv1.MigrationSelectorLabel] = m.Spec.VMIName
+	return nil
 }
 
 func (migrationValidator) ValidateDelete(context.Context, *virtv1.VirtualMachineInstanceMigration) (admission.Warnings, error) {

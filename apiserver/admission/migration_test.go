@@ -47,3 +47,30 @@ func TestMigrationValidator(t *testing.T) {
 	_, err := v.ValidateUpdate(t.Context(), migration("m1", "busy", ""), migration("m1", "running", ""))
 	assert.ErrorContains(t, err, "spec: Forbidden")
 }
+
+// A migration is labelled with its instance on create, whatever its creator wrote there, and the
+// label then stays: clients find an instance's migrations by it.
+func TestMigrationSelectorLabel(t *testing.T) {
+	m := &virtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m",
+		Labels: map[string]string{virtv1.MigrationSelectorLabel: "someone-else", "team": "a"}},
+		Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"}}
+	require.NoError(t, migrationDefaulter{}.Default(t.Context(), m))
+	assert.Equal(t, map[string]string{virtv1.MigrationSelectorLabel: "vm", "team": "a"}, m.Labels)
+	bare := &virtv1.VirtualMachineInstanceMigration{Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"}}
+	require.NoError(t, migrationDefaulter{}.Default(t.Context(), bare))
+	assert.Equal(t, "vm", bare.Labels[virtv1.MigrationSelectorLabel])
+
+	v := migrationValidator{}
+	changed := m.DeepCopy()
+	changed.Labels[virtv1.MigrationSelectorLabel] = "other"
+	_, err := v.ValidateUpdate(t.Context(), m, changed)
+	assert.ErrorContains(t, err, `metadata.labels[kubevirt.io/vmi-name]: Forbidden: names the migrated instance (vm) and cannot change or go`)
+	gone := m.DeepCopy()
+	delete(gone.Labels, virtv1.MigrationSelectorLabel)
+	_, err = v.ValidateUpdate(t.Context(), m, gone)
+	assert.ErrorContains(t, err, "cannot change or go")
+	other := m.DeepCopy()
+	other.Labels["team"] = "b"
+	_, err = v.ValidateUpdate(t.Context(), m, other)
+	assert.NoError(t, err, "other labels may change")
+}

@@ -184,7 +184,7 @@ func TestDocsAPITable(t *testing.T) {
 func TestWebhookPathsInstalled(t *testing.T) {
 	raw, err := os.ReadFile("../../install/virt-api/webhooks.yaml")
 	require.NoError(t, err)
-	for _, p := range []string{PathValidateVMI, PathMutateVMI, PathValidateVM, PathValidateReplicaSet, PathValidateMigration} {
+	for _, p := range []string{PathValidateVMI, PathMutateVMI, PathValidateVM, PathValidateReplicaSet, PathValidateMigration, PathMutateMigration} {
 		assert.Contains(t, string(raw), "path: "+p+"\n")
 	}
 }

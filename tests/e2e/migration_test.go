@@ -9,12 +9,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -110,6 +112,73 @@ func TestLiveMigration(t *testing.T) {
 		t.Fatalf("migrations %+v, want one Succeeded", migrations.Items)
 	}
 	t.Logf("virtctl migrate --wait printed:\n%s", strings.TrimSpace(out))
+}
+
+// virtctl migrate-cancel of a migration in progress (made slow by the cluster's
+// bandwidthPerMigration: 1 MiB/s for a 64 MiB guest): the migration, found by the label admission
+// put on it, is deleted, the guest stays on its node in the same instance, the abort is reported in
+// its migration state; a second migrate-cancel finds nothing to cancel (exit 1).
+func TestMigrateCancelAbortsAMigrationInProgress(t *testing.T) {
+	f := framework.New(t)
+	requireVirtAPI(f)
+	setMigrationBandwidth(t, "1Mi")
+	far := otherNode(t, f)
+	before := runOnNode(t, f, "slow", far, nil)
+
+	if out, code := virtctl(t, f, "", "migrate", "slow"); code != 0 {
+		t.Fatalf("virtctl migrate: exit %d: %s", code, out)
+	}
+	var mig virtv1.VirtualMachineInstanceMigration
+	f.Eventually("the migration runs", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		list := &virtv1.VirtualMachineInstanceMigrationList{}
+		if err := f.Client.List(ctx, list, client.InNamespace(f.Namespace), client.MatchingLabels{virtv1.MigrationSelectorLabel: "slow"}); err != nil {
+			return false, err
+		}
+		if len(list.Items) != 1 {
+			return false, fmt.Errorf("%d migrations labelled %s=slow", len(list.Items), virtv1.MigrationSelectorLabel)
+		}
+		mig = list.Items[0]
+		if mig.Status.Phase.IsFinal() {
+			t.Fatalf("the migration ended (%s) before it could be cancelled: is bandwidthPerMigration honoured?", mig.Status.Phase)
+		}
+		return mig.Status.Phase == virtv1.MigrationRunning, fmt.Errorf("phase %s", mig.Status.Phase)
+	})
+
+	out, code := virtctl(t, f, "", "migrate-cancel", "slow")
+	if code != 0 || !strings.Contains(out, "VM slow was scheduled to migrate-cancel (migration "+mig.Name+")") {
+		t.Fatalf("virtctl migrate-cancel: exit %d, output:\n%s", code, out)
+	}
+	f.Eventually("the migration is gone and the guest runs where it ran", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: mig.Name}, &virtv1.VirtualMachineInstanceMigration{})
+		vmi := getVMI(t, f, "slow")
+		ms := vmi.Status.MigrationState
+		done := apierrors.IsNotFound(err) && vmi.UID == before.UID && vmi.Status.Phase == virtv1.Running &&
+			vmi.Status.NodeName == far && ms != nil && ms.AbortStatus == virtv1.MigrationAbortSucceeded
+		return done, fmt.Errorf("migration: %v; instance %s on %s, %s, migration state %+v", err, vmi.UID, vmi.Status.NodeName, vmi.Status.Phase, ms)
+	})
+	out, code = virtctl(t, f, "", "migrate-cancel", "slow")
+	if code != 1 || !strings.Contains(out, "vmi/slow has no migration in progress to cancel") {
+		t.Fatalf("migrate-cancel with nothing to cancel: exit %d, output:\n%s", code, out)
+	}
+}
+
+// setMigrationBandwidth sets the cluster's bandwidthPerMigration (the KubeVirt object) for the test.
+func setMigrationBandwidth(t *testing.T, q string) {
+	t.Helper()
+	out, err := exec.Command(kubectl(t), "-n", "podvirt", "get", "kubevirt", "kubevirt", "-o", "jsonpath={.spec.configuration.migrations.bandwidthPerMigration}").Output()
+	if err != nil {
+		t.Fatalf("read the KubeVirt object: %v", err)
+	}
+	was := "null"
+	if v := strings.TrimSpace(string(out)); v != "" {
+		was = `"` + v + `"`
+	}
+	patch := func(v string) []string {
+		return []string{"-n", "podvirt", "patch", "kubevirt", "kubevirt", "--type", "merge", "-p",
+			`{"spec":{"configuration":{"migrations":{"bandwidthPerMigration":` + v + `}}}}`}
+	}
+	runKubectl(t, patch(`"`+q+`"`)...)
+	t.Cleanup(func() { runKubectl(t, patch(was)...) })
 }
 
 func getVMI(t *testing.T, f *framework.Framework, name string) *virtv1.VirtualMachineInstance {
