@@ -41,9 +41,19 @@ type LifecycleOptions struct {
 	GracePeriod int64 // -1: not given
 	Wait        bool
 	Timeout     time.Duration
+	// For is what start and restart --wait wait for: WaitForRunning or WaitForReady.
+	For string
 
 	c *clients
 }
+
+// What start and restart --wait can wait for.
+const (
+	// WaitForRunning: the instance runs (the guest may still be booting).
+	WaitForRunning = "running"
+	// WaitForReady: the instance's Ready condition: its launcher Pod ready, readiness probes passing.
+	WaitForReady = "ready"
+)
 
 func newLifecycleCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, a action, short, example string) *cobra.Command {
 	o := &LifecycleOptions{IOStreams: streams, clientSource: clientSource{kube: kube}, action: a, GracePeriod: -1}
@@ -70,6 +80,11 @@ func newLifecycleCommand(kube *genericclioptions.ConfigFlags, streams genericioo
 	switch a {
 	case actionStart:
 		f.BoolVar(&o.Paused, "paused", false, "Start the VM paused")
+	}
+	if a != actionStop {
+		f.StringVar(&o.For, "for", WaitForRunning, "With --wait, what to wait for: running (the instance runs) or ready (its Ready condition: readiness probes pass)")
+	}
+	switch a {
 	case actionStop, actionRestart:
 		f.BoolVar(&o.Force, "force", false, "Stop the VM without waiting for the guest to shut down (needs --grace-period)")
 		f.Int64Var(&o.GracePeriod, "grace-period", -1, "Seconds the guest gets to shut down (with --force; 0 stops it at once)")
@@ -108,6 +123,12 @@ func (o *LifecycleOptions) Validate(cmd *cobra.Command) error {
 		return usageError(cmd, "--timeout must be positive, got %s", o.Timeout)
 	case o.Wait && o.DryRun:
 		return usageError(cmd, "--wait and --dry-run do not go together (a dry run changes nothing to wait for)")
+	case o.For == "agent":
+		return usageError(cmd, "--for agent: Podvirt has no guest agent channel yet; wait for running or ready")
+	case o.For != "" && o.For != WaitForRunning && o.For != WaitForReady:
+		return usageError(cmd, "--for must be %s or %s, got %q", WaitForRunning, WaitForReady, o.For)
+	case cmd.Flags().Changed("for") && !o.Wait:
+		return usageError(cmd, "--for needs --wait")
 	}
 	return nil
 }
@@ -155,5 +176,5 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 	if o.action == actionStop {
 		return w.stopped(ctx)
 	}
-	return w.running(ctx, before)
+	return w.running(ctx, before, o.For == WaitForReady)
 }

@@ -128,3 +128,38 @@ func TestLifecycleCommandsWithFakeClients(t *testing.T) {
 	assert.Equal(t, ExitTimeout, ExitCode(err))
 	assert.Contains(t, err.Error(), "waiting for vm/vm1 to be Stopped")
 }
+
+// start --wait --for ready returns once the instance's Ready condition is True, saying meanwhile why
+// it is not; --for refuses what it cannot wait for, naming it.
+func TestStartWaitForReady(t *testing.T) {
+	f := newFakeCluster(t, true)
+	f.inert = true
+	key := client.ObjectKey{Namespace: "ns1", Name: "vm1"}
+	setReady := func(status metav1.ConditionStatus, reason, message string) {
+		vmi := &virtv1.VirtualMachineInstance{}
+		require.NoError(t, f.client.Get(context.Background(), key, vmi))
+		vmi.Status.Conditions = []metav1.Condition{{Type: virtv1.VirtualMachineInstanceReady, Status: status, Reason: reason, Message: message}}
+		require.NoError(t, f.client.Update(context.Background(), vmi))
+	}
+	setReady(metav1.ConditionFalse, "GuestNotReady", "the readiness probe has not passed")
+	out, err := f.run(actionStart, func(o *LifecycleOptions) { o.Wait, o.For, o.Timeout = true, WaitForReady, 600*time.Millisecond })
+	require.Error(t, err)
+	assert.Equal(t, ExitTimeout, ExitCode(err))
+	assert.Contains(t, err.Error(), "waiting for vm/vm1 to be Ready")
+	assert.Contains(t, out, "not ready: GuestNotReady: the readiness probe has not passed")
+
+	setReady(metav1.ConditionTrue, "Ready", "")
+	out, err = f.run(actionStart, func(o *LifecycleOptions) { o.Wait, o.For = true, WaitForReady })
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "instance Running, Ready")
+
+	for args, want := range map[string]string{
+		"start vm1 --for agent":         "--for agent: Podvirt has no guest agent channel yet",
+		"start vm1 --wait --for booted": `--for must be running or ready, got "booted"`,
+		"restart vm1 --for ready":       "--for needs --wait",
+		"stop vm1 --wait --for ready":   "unknown flag: --for",
+	} {
+		_, err := run(t, "virtctl", strings.Fields(args)...)
+		assert.ErrorContains(t, err, want, args)
+	}
+}

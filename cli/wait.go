@@ -133,11 +133,36 @@ func (w *waiter) vmState(done func(*virtv1.VirtualMachine, *virtv1.VirtualMachin
 	}
 }
 
-// running waits for an instance other than notUID ("" for any) to run.
-func (w *waiter) running(ctx context.Context, notUID string) error {
-	return w.until(ctx, "Running", w.vmState(func(_ *virtv1.VirtualMachine, vmi *virtv1.VirtualMachineInstance) bool {
-		return vmi != nil && string(vmi.UID) != notUID && vmi.Status.Phase == virtv1.Running
-	}))
+// running waits for an instance other than notUID ("" for any) to run, and with ready for its
+// Ready condition too (the progress line then says why it is not ready yet).
+func (w *waiter) running(ctx context.Context, notUID string, ready bool) error {
+	what := "Running"
+	if ready {
+		what = "Ready"
+	}
+	return w.until(ctx, what, func(ctx context.Context) (string, bool, error) {
+		vm, vmi, err := w.observeVM(ctx)
+		if err != nil {
+			return "", false, err
+		}
+		line := progress(vm, vmi)
+		switch {
+		case vmi == nil || string(vmi.UID) == notUID || vmi.Status.Phase != virtv1.Running:
+			return line, false, nil
+		case !ready:
+			return line, true, nil
+		}
+		c := meta.FindStatusCondition(vmi.Status.Conditions, virtv1.VirtualMachineInstanceReady)
+		switch {
+		case c != nil && c.Status == metav1.ConditionTrue:
+			return line + ", Ready", true, nil
+		case c != nil && c.Message != "":
+			return line + ", not ready: " + c.Reason + ": " + c.Message, false, nil
+		case c != nil:
+			return line + ", not ready: " + c.Reason, false, nil
+		}
+		return line + ", not ready", false, nil
+	})
 }
 
 // stopped waits for the instance to be gone and the VM to say Stopped.

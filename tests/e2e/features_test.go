@@ -174,18 +174,26 @@ func TestPersistentTPMAndEFIVariablesAcrossStopStart(t *testing.T) {
 
 // A readiness probe reaches the guest through its launcher Pod: a probe of a web server the guest
 // starts on a port the VM does not declare (forwarded for the probe) makes the instance and the VM
-// Ready; a probe of a port nothing listens on leaves a running guest not Ready, saying why.
+// Ready (`virtctl start --wait --for ready` returns then); a probe of a port nothing listens on
+// leaves a running guest not Ready, saying why (and --for ready times out, exit 124).
 func TestReadinessProbeReachesTheGuest(t *testing.T) {
 	f := framework.New(t)
 	requireDeployed(f)
-	ok := demoVM(f.Namespace, "probe-ok", virtv1.RunStrategyAlways, 0, "#!/bin/sh\nhttpd -p 8080 -h /var/www\n")
+	ok := demoVM(f.Namespace, "probe-ok", virtv1.RunStrategyHalted, 0, "#!/bin/sh\nhttpd -p 8080 -h /var/www\n")
 	ok.Spec.Template.Spec.ReadinessProbe = &virtv1.Probe{PeriodSeconds: 2,
 		ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}}}
-	bad := demoVM(f.Namespace, "probe-bad", virtv1.RunStrategyAlways, 0, "")
+	bad := demoVM(f.Namespace, "probe-bad", virtv1.RunStrategyHalted, 0, "")
 	bad.Spec.Template.Spec.ReadinessProbe = &virtv1.Probe{PeriodSeconds: 2,
 		ProbeHandler: virtv1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8081)}}}
 	f.Create(ok)
 	f.Create(bad)
+	// A CI script waits for the guest itself: start --wait --for ready returns once the probe passes.
+	if out, code := virtctl(t, f, "", "start", "probe-ok", "--wait", "--for", "ready", "--timeout", bootTimeout.String()); code != 0 || !strings.Contains(out, "instance Running, Ready") {
+		t.Fatalf("start --wait --for ready: exit %d, output:\n%s", code, out)
+	}
+	if out, code := virtctl(t, f, "", "start", "probe-bad", "--wait", "--for", "ready", "--timeout", "30s"); code != 124 || !strings.Contains(out, "not ready: ") {
+		t.Errorf("start --wait --for ready of a guest whose probe fails: exit %d, want 124 saying why it is not ready; output:\n%s", code, out)
+	}
 	f.Eventually("VM probe-ok Ready", bootTimeout, func(ctx context.Context) (bool, error) {
 		cur := &virtv1.VirtualMachine{}
 		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(ok), cur); err != nil {
