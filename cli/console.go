@@ -66,7 +66,7 @@ func newConsoleCommand(kube *genericclioptions.ConfigFlags, streams genericioopt
 	cmd.Flags().IntVar(&o.Timeout, "timeout", 5, "Minutes to wait for the instance to run (and for --after and --expect to match)")
 	cmd.Flags().StringVar(&o.Escape, "escape", "^]", "Key that ends an interactive session: ^X for Ctrl+X")
 	cmd.Flags().StringVar(&o.Expect, "expect", "", "Scripted use: exit 0 once the guest's output matches this regular expression (exit 124 if it does not in time)")
-	cmd.Flags().StringVar(&o.After, "after", "", "Scripted use: send stdin only once the guest's output matches this regular expression (a prompt); --expect then matches what follows (exit 124 if it does not match in time)")
+	cmd.Flags().StringVar(&o.After, "after", "", "Scripted use: send stdin only once the guest's output matches this regular expression, printed after the console connects (a booting guest's prompt; nothing is replayed); --expect then matches what follows (exit 124 if it does not match in time)")
 	return cmd
 }
 
@@ -155,8 +155,11 @@ func (o *ConsoleOptions) Run(ctx context.Context) error {
 			s, err = o.interactive(ctx, ws, input)
 		} else {
 			s = &session{ws: ws, out: o.Out, expect: o.expect, after: o.after, queries: &queryStripper{}}
+			if o.after != nil {
+				s.afterBy = deadline // bounds the wait for --after only: the input then flows unbounded
+			}
 			sessionCtx, cancel := ctx, context.CancelFunc(func() {})
-			if o.expect != nil || o.after != nil {
+			if o.expect != nil {
 				sessionCtx, cancel = context.WithDeadline(ctx, deadline)
 			}
 			err = s.run(sessionCtx, input, 0)

@@ -14,8 +14,7 @@ import (
 )
 
 // MigrateCancelOptions is `migrate-cancel NAME`: it deletes the instance's migration in progress,
-// which aborts it (the guest stays where it runs), as KubeVirt's virtctl does: the migration is
-// found by its kubevirt.io/vmi-name label, which admission sets.
+// which aborts it (the guest stays where it runs), as KubeVirt's virtctl does.
 type MigrateCancelOptions struct {
 	genericiooptions.IOStreams
 	clientSource
@@ -43,27 +42,28 @@ func newMigrateCancelCommand(kube *genericclioptions.ConfigFlags, streams generi
 	return cmd
 }
 
-// Run deletes the first migration of the instance that has not ended; it is an error when there is none.
+// Run deletes the instance's migration that has not ended; it is an error when there is none. The
+// delete is conditional on the migration being as read (uid and resourceVersion), so one that ends
+// meanwhile is read again, not deleted (at most cancelAttempts reads).
 func (o *MigrateCancelOptions) Run(ctx context.Context) error {
 	c, err := o.connect()
 	if err != nil {
 		return err
 	}
 	o.c = c
-	list := &virtv1.VirtualMachineInstanceMigrationList{}
-	if err := o.c.client.List(ctx, list, client.InNamespace(o.c.namespace), client.MatchingLabels{virtv1.MigrationSelectorLabel: o.Name}); err != nil {
-		return fmt.Errorf("list the migrations of vmi/%s: %w", o.Name, err)
-	}
-	for i := range list.Items {
-		m := &list.Items[i]
-		if m.Status.Phase.IsFinal() {
-			continue
+	for range cancelAttempts {
+		m, err := o.inProgress(ctx)
+		if err != nil {
+			return err
 		}
-		opts := []client.DeleteOption{client.Preconditions{UID: &m.UID}}
+		opts := []client.DeleteOption{client.Preconditions{UID: &m.UID, ResourceVersion: &m.ResourceVersion}}
 		if o.DryRun {
 			opts = append(opts, client.DryRunAll)
 		}
-		if err := o.c.client.Delete(ctx, m, opts...); err != nil && !apierrors.IsNotFound(err) {
+		switch err := o.c.client.Delete(ctx, m, opts...); {
+		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+			continue // it changed or went: read again
+		case err != nil:
 			return fmt.Errorf("cancel migration %s of vmi/%s: %w", m.Name, o.Name, err)
 		}
 		suffix := ""
@@ -73,5 +73,25 @@ func (o *MigrateCancelOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "VM %s was scheduled to migrate-cancel%s (migration %s)\n", o.Name, suffix, m.Name)
 		return nil
 	}
-	return fmt.Errorf("vmi/%s has no migration in progress to cancel", o.Name)
+	return fmt.Errorf("the migration of vmi/%s kept changing while it was being cancelled (%d attempts); try again", o.Name, cancelAttempts)
+}
+
+// cancelAttempts bounds Run's reads of a migration that changes under it.
+const cancelAttempts = 5
+
+// inProgress reads the instance's migration that has not ended. Migrations are matched by
+// spec.vmiName (every migration has it; the kubevirt.io/vmi-name label that KubeVirt's virtctl
+// selects by is missing on migrations made before admission set it, and for names too long for a
+// label).
+func (o *MigrateCancelOptions) inProgress(ctx context.Context) (*virtv1.VirtualMachineInstanceMigration, error) {
+	list := &virtv1.VirtualMachineInstanceMigrationList{}
+	if err := o.c.client.List(ctx, list, client.InNamespace(o.c.namespace)); err != nil {
+		return nil, fmt.Errorf("list the migrations of vmi/%s: %w", o.Name, err)
+	}
+	for i := range list.Items {
+		if m := &list.Items[i]; m.Spec.VMIName == o.Name && !m.Status.Phase.IsFinal() {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("vmi/%s has no migration in progress to cancel", o.Name)
 }

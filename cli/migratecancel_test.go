@@ -16,7 +16,7 @@ import (
 	podvirtscheme "github.com/podvirt/podvirt/internal/scheme"
 )
 
-// migrate-cancel deletes the instance's migration that has not ended, found by its label, and
+// migrate-cancel deletes the instance's migration that has not ended, labelled or not, and
 // nothing else: not an ended one, not another instance's, and nothing on a dry run.
 func TestMigrateCancel(t *testing.T) {
 	migration := func(name, vmi string, phase virtv1.VirtualMachineInstanceMigrationPhase) *virtv1.VirtualMachineInstanceMigration {
@@ -26,8 +26,10 @@ func TestMigrateCancel(t *testing.T) {
 			Status:     virtv1.VirtualMachineInstanceMigrationStatus{Phase: phase},
 		}
 	}
+	now := migration("now", "vm1", virtv1.MigrationRunning)
+	now.Labels = nil // made before admission labelled migrations: found by spec.vmiName
 	c := fake.NewClientBuilder().WithScheme(podvirtscheme.New()).WithObjects(
-		migration("old", "vm1", virtv1.MigrationSucceeded), migration("now", "vm1", virtv1.MigrationRunning),
+		migration("old", "vm1", virtv1.MigrationSucceeded), now,
 		migration("theirs", "vm2", virtv1.MigrationRunning),
 	).Build()
 	run := func(name string, dry bool) (string, error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -20,8 +21,10 @@ type session struct {
 	out    io.Writer
 	expect *regexp.Regexp
 	// after, in scripted use, holds the input back until the guest's output matches it; --expect
-	// then matches only what the guest prints after that.
-	after *regexp.Regexp
+	// then matches only what the guest prints after that. afterBy ends the session if it has not
+	// matched by then (zero: no bound); once it has, the session is not bounded by it.
+	after   *regexp.Regexp
+	afterBy time.Time
 	// queries, in scripted use, takes terminal queries out of the guest's output (queries.go).
 	queries *queryStripper
 
@@ -122,24 +125,34 @@ func (s *session) run(ctx context.Context, input <-chan []byte, escape byte) err
 	cause := context.Cause(ctx)
 	switch {
 	case cause == nil, errors.Is(cause, errServerClosed), errors.Is(cause, errMatched), errors.Is(cause, errUserEnded),
-		errors.Is(cause, context.Canceled), errors.Is(cause, context.DeadlineExceeded):
+		errors.Is(cause, context.Canceled), errors.Is(cause, context.DeadlineExceeded), errors.Is(cause, errAfterTimedOut):
 		return nil
 	}
 	return cause
 }
 
 var (
-	errServerClosed = errors.New("the server closed the console")
-	errMatched      = errors.New("--expect matched")
+	errServerClosed  = errors.New("the server closed the console")
+	errMatched       = errors.New("--expect matched")
+	errAfterTimedOut = errors.New("--after did not match in time")
 )
 
 // send copies input to the guest, once --after has matched, until ctx ends; the escape key and the
 // input's end end it too.
 func (s *session) send(ctx context.Context, input <-chan []byte, escape byte, cancel context.CancelCauseFunc) {
+	var timeUp <-chan time.Time
+	if !s.afterBy.IsZero() {
+		t := time.NewTimer(time.Until(s.afterBy))
+		defer t.Stop()
+		timeUp = t.C
+	}
 	select {
 	case <-ctx.Done():
 		return
 	case <-s.opened:
+	case <-timeUp:
+		cancel(errAfterTimedOut)
+		return
 	}
 	for {
 		select {

@@ -145,3 +145,17 @@ func TestSessionAfterHoldsInputUntilThePrompt(t *testing.T) {
 	assert.Empty(t, early, "input reached the guest before its prompt")
 	assert.Equal(t, []string{"uname -a\n"}, got)
 }
+
+// --after that never matches ends the session at afterBy with nothing sent.
+func TestSessionAfterGivesUpAtItsBound(t *testing.T) {
+	var out bytes.Buffer
+	input := make(chan []byte, 1)
+	input <- []byte("never sent\n")
+	s := &session{ws: guest(t), out: &out, after: regexp.MustCompile(`never printed`), afterBy: time.Now().Add(200 * time.Millisecond)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, s.run(ctx, input, 0))
+	assert.False(t, s.afterSeen)
+	assert.NotContains(t, out.String(), "echo:", "nothing reached the guest")
+	assert.Len(t, input, 1, "the input was not read")
+}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -58,18 +59,27 @@ func (migrationValidator) ValidateUpdate(_ context.Context, old, m *virtv1.Virtu
 	if !reflect.DeepEqual(old.Spec, m.Spec) {
 		errs = append(errs, field.Forbidden(field.NewPath("spec"), "the spec of a migration cannot change once created"))
 	}
-	if label, ok := old.Labels[virtv1.MigrationSelectorLabel]; ok && m.Labels[virtv1.MigrationSelectorLabel] != label {
-		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(virtv1.MigrationSelectorLabel),
-			"names the migrated instance ("+label+") and cannot change or go"))
+	at := field.NewPath("metadata", "labels").Key(virtv1.MigrationSelectorLabel)
+	label, has := m.Labels[virtv1.MigrationSelectorLabel]
+	switch old, had := old.Labels[virtv1.MigrationSelectorLabel]; {
+	case had && label != old:
+		errs = append(errs, field.Forbidden(at, "names the migrated instance ("+old+") and cannot change or go"))
+	case has && label != m.Spec.VMIName:
+		errs = append(errs, field.Invalid(at, label, "must name the migrated instance, spec.vmiName ("+m.Spec.VMIName+")"))
 	}
 	return nil, invalid("VirtualMachineInstanceMigration", m, errs)
 }
 
 // migrationDefaulter labels a new migration with the instance it moves (MigrationSelectorLabel),
-// replacing whatever the creator put there.
+// replacing whatever the creator put there. An instance name longer than a label value may be (63
+// characters) gets no label (a forged one is removed): such migrations are found by spec.vmiName.
 type migrationDefaulter struct{}
 
 func (migrationDefaulter) Default(_ context.Context, m *virtv1.VirtualMachineInstanceMigration) error {
+	if len(validation.IsValidLabelValue(m.Spec.VMIName)) > 0 {
+		delete(m.Labels, virtv1.MigrationSelectorLabel)
+		return nil
+	}
 	if m.Labels == nil {
 		m.Labels = map[string]string{}
 	}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +74,22 @@ func TestMigrationSelectorLabel(t *testing.T) {
 	other.Labels["team"] = "b"
 	_, err = v.ValidateUpdate(t.Context(), m, other)
 	assert.NoError(t, err, "other labels may change")
+
+	// A migration made before admission labelled them may be labelled later, only with its instance.
+	unlabelled := &virtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"},
+		Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"}}
+	forged := unlabelled.DeepCopy()
+	forged.Labels = map[string]string{virtv1.MigrationSelectorLabel: "other"}
+	_, err = v.ValidateUpdate(t.Context(), unlabelled, forged)
+	assert.ErrorContains(t, err, "must name the migrated instance, spec.vmiName (vm)")
+	forged.Labels[virtv1.MigrationSelectorLabel] = "vm"
+	_, err = v.ValidateUpdate(t.Context(), unlabelled, forged)
+	assert.NoError(t, err)
+
+	// An instance name too long for a label value: no label (and a forged one goes).
+	long := strings.Repeat("a", 64)
+	lm := &virtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{virtv1.MigrationSelectorLabel: "x"}},
+		Spec: virtv1.VirtualMachineInstanceMigrationSpec{VMIName: long}}
+	require.NoError(t, migrationDefaulter{}.Default(t.Context(), lm))
+	assert.NotContains(t, lm.Labels, virtv1.MigrationSelectorLabel)
 }

@@ -17,6 +17,7 @@
 # is what the source gives. PODVIRT_GUEST_KERNEL=source builds from source instead. Heavy steps run under
 # nice; kernels built from source are cached by the linux-source version and config hash.
 set -euo pipefail
+shopt -s inherit_errexit # a failing step inside $(...) fails the build too
 
 GUEST_RELEASE=1.0
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -95,9 +96,10 @@ use_prebuilt() {
 		[[ $(prebuilt_field KERNEL_CONFIG_SHA256) == "$(sha256sum "$HERE/kernel.config" | cut -d' ' -f1)" ]]
 }
 
-# kernel_source prints the linux-source-6.1 version of the kernel the guest gets.
-kernel_source() {
-	if use_prebuilt; then prebuilt_field KERNEL_SOURCE; else candidate linux-source-6.1; fi
+# kernel_id names the kernel the guest gets: the committed one by its sha256, or one built from
+# source by the linux-source-6.1 version.
+kernel_id() {
+	if use_prebuilt; then echo "prebuilt $(prebuilt_field KERNEL_SHA256)"; else echo "source $(candidate linux-source-6.1)"; fi
 }
 
 # kernel prints the path of the guest's bzImage (next to it: config, release): the committed one when
@@ -115,12 +117,17 @@ kernel() {
 	printf '%s\n' "$PREBUILT/bzImage"
 }
 
-# source_kernel builds the bzImage from linux-source-6.1 version $1 with hack/guest/kernel.config;
-# prints the cached bzImage path.
+# KERNEL_RECIPE names how source_kernel builds; a change to the steps that can change the bytes
+# takes a new one, so no kernel built the old way is reused.
+KERNEL_RECIPE=2
+
+# source_kernel builds the bzImage from linux-source-6.1 version $1 with hack/guest/kernel.config
+# into the cache directory named $2 (default "kernel"), reusing a build there; prints the bzImage
+# path. Next to it: config, release, toolchain.
 source_kernel() {
 	local srcver=$1 cfghash out src work
 	cfghash=$(sha256sum "$HERE/kernel.config" | cut -c1-12)
-	out="$CACHE/kernel/${srcver}-${cfghash}"
+	out="$CACHE/${2:-kernel}/${srcver}-${cfghash}-r$KERNEL_RECIPE"
 	if [[ -e $out/bzImage && -e $out/toolchain ]]; then
 		printf '%s\n' "$out/bzImage"
 		return 0
@@ -131,15 +138,15 @@ source_kernel() {
 	# (it must parse as a date, or that initramfs gets the time of the build).
 	local stamp
 	stamp=$(zcat "$src/usr/share/doc/linux-source-6.1/changelog.Debian.gz" | awk '/^ -- / && !found {sub(/^ -- .*>  /, ""); print; found = 1}')
-	date -d "$stamp" >/dev/null 2>&1 || die "no date in linux-source-6.1 $srcver's changelog (got '$stamp')"
+	[[ -n $stamp ]] && date -d "$stamp" >/dev/null 2>&1 || die "no date in linux-source-6.1 $srcver's changelog (got '$stamp')"
 	work="$CACHE/tmp/kernel-$$"
 	rm -rf "$work" && mkdir -p "$work"
 	log "unpacking linux-source $srcver"
-	tar -C "$work" -xJf "$src"/usr/src/linux-source-6.1.tar.xz
+	tar -C "$work" -xJf "$src"/usr/src/linux-source-6.1.tar.xz || die "unpacking linux-source $srcver failed"
 	local tree="$work/linux-source-6.1"
-	make -s -C "$tree" tinyconfig >&2
+	make -s -C "$tree" tinyconfig >&2 || die "make tinyconfig failed"
 	grep -v '^#' "$HERE/kernel.config" | grep . >>"$tree/.config"
-	make -s -C "$tree" olddefconfig >&2 2>/dev/null
+	make -s -C "$tree" olddefconfig >&2 2>/dev/null || die "make olddefconfig failed"
 	local line
 	while read -r line; do
 		grep -qx "$line" "$tree/.config" || die "kernel option $line did not survive olddefconfig"
@@ -150,48 +157,53 @@ source_kernel() {
 		nice -n 19 make -C "$tree" -j"$JOBS" bzImage >"$work/build.log" 2>&1 ||
 		{ tail -40 "$work/build.log" >&2; die "kernel build failed (log: $work/build.log)"; }
 	log "kernel built in $((SECONDS - start)) s"
-	mkdir -p "$out.tmp"
-	cp "$tree/arch/x86/boot/bzImage" "$out.tmp/bzImage"
-	cp "$tree/.config" "$out.tmp/config"
-	make -s -C "$tree" kernelrelease >"$out.tmp/release"
-	toolchain >"$out.tmp/toolchain"
+	rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+	cp "$tree/arch/x86/boot/bzImage" "$out.tmp/bzImage" &&
+		cp "$tree/.config" "$out.tmp/config" &&
+		make -s -C "$tree" kernelrelease >"$out.tmp/release" &&
+		toolchain >"$out.tmp/toolchain" || die "saving the kernel build failed"
 	rm -rf "$out" && mv "$out.tmp" "$out"
 	rm -rf "$work" "$(dirname "$src")" # the source package is 139 MB; apt-get download is quick when needed again
 	printf '%s\n' "$out/bzImage"
 }
 
-# toolchain prints the Debian versions of the compiler and binutils a kernel build uses.
+# toolchain prints the Debian versions of what compiles, links and compresses a kernel, comma-separated.
 toolchain() {
-	dpkg-query -W -f '${Package}=${Version}\n' "gcc-$(gcc -dumpversion)" binutils | paste -sd ' '
+	local out
+	out=$(dpkg-query -W -f '${Package}=${Version}\n' "gcc-$(gcc -dumpversion)" binutils xz-utils make libc6) ||
+		die "cannot read the toolchain's versions (dpkg-query)"
+	paste -sd , <<<"$out"
 }
 
-# verify_kernel rebuilds the committed kernel from the linux-source version and kernel.config it was
-# built from and compares the bzImage: it fails when the same source, config and toolchain give other
-# bytes. When Debian no longer serves that source, or the toolchain differs, it says it cannot judge.
+# verify_kernel rebuilds the committed kernel from the linux-source version and kernel.config it
+# records, in a cache of its own that only it writes (so never from what update-kernel built), and
+# compares bzImage, config and release. It fails when they differ, and when it cannot rebuild: the
+# source no longer served by Debian, or another toolchain than the record's (both mean: run make
+# guest-kernel-update and commit).
 verify_kernel() {
 	[[ -e $PREBUILT/kernel.env ]] || die "no committed kernel (hack/guest/prebuilt/kernel.env)"
 	use_prebuilt || die "hack/guest/kernel.config changed since the committed kernel was built: run make guest-kernel-update"
-	local srcver want bz got tc
+	local srcver want bz got tc served f
 	srcver=$(prebuilt_field KERNEL_SOURCE)
 	want=$(prebuilt_field KERNEL_SHA256)
 	ensure_tools kernel
 	candidate linux-source-6.1 >/dev/null # makes sure apt's lists exist
-	if ! apt-cache madison linux-source-6.1 | awk '{print $3}' | grep -qxF "$srcver"; then
-		log "cannot verify the committed kernel: Debian no longer serves linux-source-6.1 $srcver" \
-			"(it serves $(candidate linux-source-6.1)); make guest-kernel-update builds and commits that one"
-		return 0
-	fi
-	bz=$(source_kernel "$srcver")
+	served=$(apt-cache madison linux-source-6.1 | awk '{print $3}')
+	grep -qxF "$srcver" <<<"$served" ||
+		die "cannot verify the committed kernel: Debian no longer serves linux-source-6.1 $srcver" \
+			"(it serves $(paste -sd ' ' <<<"$served")); run make guest-kernel-update and commit hack/guest/prebuilt"
+	tc=$(toolchain)
+	[[ $tc == "$(prebuilt_field KERNEL_TOOLCHAIN)" ]] ||
+		die "cannot verify the committed kernel: it was built with $(prebuilt_field KERNEL_TOOLCHAIN), this machine has $tc;" \
+			"run make guest-kernel-update and commit hack/guest/prebuilt"
+	bz=$(source_kernel "$srcver" kernel-verify)
 	got=$(sha256sum "$bz" | cut -d' ' -f1)
-	tc=$(cat "$(dirname "$bz")/toolchain")
-	if [[ $got == "$want" ]]; then
-		log "committed kernel verified: linux-source $srcver + kernel.config + $tc give sha256 $want"
-	elif [[ $tc != "$(prebuilt_field KERNEL_TOOLCHAIN)" ]]; then
-		log "cannot verify the committed kernel: built here with $tc (sha256 $got), committed one with" \
-			"$(prebuilt_field KERNEL_TOOLCHAIN) (sha256 $want)"
-	else
+	[[ $got == "$want" ]] ||
 		die "the committed kernel is not what linux-source $srcver + kernel.config + $tc give: sha256 $want committed, $got built ($bz)"
-	fi
+	for f in config release; do
+		cmp -s "$(dirname "$bz")/$f" "$PREBUILT/$f" || die "hack/guest/prebuilt/$f is not the $f of the build from source ($(dirname "$bz")/$f)"
+	done
+	log "committed kernel verified: linux-source $srcver + kernel.config + $tc give sha256 $want"
 }
 
 # update_kernel builds the kernel from today's linux-source-6.1 and kernel.config and writes it, with
@@ -200,7 +212,8 @@ update_kernel() {
 	ensure_tools kernel
 	local srcver bz dir
 	srcver=$(candidate linux-source-6.1)
-	bz=$(source_kernel "$srcver")
+	rm -rf "$CACHE/kernel-update"
+	bz=$(source_kernel "$srcver" kernel-update)
 	dir=$(dirname "$bz")
 	mkdir -p "$PREBUILT"
 	cp "$bz" "$PREBUILT/bzImage"
@@ -210,11 +223,13 @@ update_kernel() {
 		# The demo guest's kernel (bzImage; its full config and release beside it), committed so that a cold
 		# make demo does not compile it. Written by make guest-kernel-update; make guest-kernel-verify (in
 		# make test) rebuilds it from this record and compares.
+		# KERNEL_TOOLCHAIN: the Debian versions of gcc, binutils, xz-utils, make and libc6 it was built with.
 		KERNEL_SOURCE=$srcver
 		KERNEL_CONFIG_SHA256=$(sha256sum "$HERE/kernel.config" | cut -d' ' -f1)
 		KERNEL_TOOLCHAIN=$(cat "$dir/toolchain")
 		KERNEL_SHA256=$(sha256sum "$bz" | cut -d' ' -f1)
 	EOF
+	rm -rf "$CACHE/kernel-update"
 	log "wrote hack/guest/prebuilt from linux-source $srcver: commit it"
 }
 
@@ -309,12 +324,13 @@ KERNELBOOT_ARGS="console=ttyS0"
 
 # build_all builds (or reuses) everything for the current sources and prints the output directory.
 build_all() {
-	local srcver bbver slver key out bzimage busybox
+	local kid srcver bbver slver key out bzimage busybox
 	ensure_tools
-	srcver=$(kernel_source)
+	kid=$(kernel_id)
+	if use_prebuilt; then srcver=$(prebuilt_field KERNEL_SOURCE); else srcver=${kid#source }; fi
 	bbver=$(candidate busybox-static)
 	slver=$(syslinux_version)
-	key=$(version_key "$srcver" "$bbver" "$slver")
+	key=$(version_key "$kid" "$bbver" "$slver")
 	out="$CACHE/$key"
 	if [[ ! -e $out/.done ]]; then
 		bzimage=$(kernel)
@@ -412,7 +428,12 @@ main() {
 		;;
 	dir)
 		ensure_tools
-		printf '%s\n' "$CACHE/$(version_key "$(kernel_source)" "$(candidate busybox-static)" "$(syslinux_version)")"
+		local kid bbver slver key
+		kid=$(kernel_id)
+		bbver=$(candidate busybox-static)
+		slver=$(syslinux_version)
+		key=$(version_key "$kid" "$bbver" "$slver")
+		printf '%s\n' "$CACHE/$key"
 		;;
 	import)
 		local out

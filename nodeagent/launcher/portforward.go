@@ -27,8 +27,8 @@ func (g *guest) reboot() error {
 	if state != libvirt.DOMAIN_RUNNING && state != libvirt.DOMAIN_BLOCKED {
 		return fmt.Errorf("the guest is %s, not running: it cannot be rebooted", strings.ToLower(string(stateOf(state))))
 	}
-	if g.shutdownReq {
-		return errors.New("the guest is shutting down")
+	if err := g.pressable("rebooted"); err != nil {
+		return err
 	}
 	if err := g.dom.Reboot(libvirt.DOMAIN_REBOOT_ACPI_POWER_BTN); err != nil {
 		return fmt.Errorf("acpi reboot: %w", err)
@@ -36,9 +36,23 @@ func (g *guest) reboot() error {
 	return nil
 }
 
+// pressable refuses a reboot or reset (done names it) while the guest shuts down or migrates: libvirt
+// would hold the request until the migration's job ends, and this loop with it.
+func (g *guest) pressable(done string) error {
+	switch {
+	case g.shutdownReq:
+		return errors.New("the guest is shutting down")
+	case g.migrating:
+		return fmt.Errorf("the guest is migrating: it cannot be %s until the migration ends", done)
+	case g.target != nil:
+		return fmt.Errorf("the guest is arriving by migration: it cannot be %s until the migration ends", done)
+	}
+	return nil
+}
+
 // reset presses the reset button: the guest restarts at once, without shutting down, and the domain
-// (and this launcher) keeps running. Refused, like reboot, unless the guest runs and is not shutting
-// down.
+// (and this launcher) keeps running. Refused, like reboot, unless the guest runs and neither shuts
+// down nor migrates.
 func (g *guest) reset() error {
 	state, _, err := g.dom.GetState()
 	if err != nil {
@@ -47,8 +61,8 @@ func (g *guest) reset() error {
 	if state != libvirt.DOMAIN_RUNNING && state != libvirt.DOMAIN_BLOCKED {
 		return fmt.Errorf("the guest is %s, not running: it cannot be reset", strings.ToLower(string(stateOf(state))))
 	}
-	if g.shutdownReq {
-		return errors.New("the guest is shutting down")
+	if err := g.pressable("reset"); err != nil {
+		return err
 	}
 	if err := g.dom.Reset(0); err != nil {
 		return fmt.Errorf("reset: %w", err)

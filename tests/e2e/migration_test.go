@@ -115,8 +115,8 @@ func TestLiveMigration(t *testing.T) {
 }
 
 // virtctl migrate-cancel of a migration in progress (made slow by the cluster's
-// bandwidthPerMigration: 1 MiB/s for a 64 MiB guest): the migration, found by the label admission
-// put on it, is deleted, the guest stays on its node in the same instance, the abort is reported in
+// bandwidthPerMigration: 1 MiB/s for a 64 MiB guest), labelled with its instance by admission, is
+// deleted, the guest stays on its node in the same instance, the abort is reported in
 // its migration state; a second migrate-cancel finds nothing to cancel (exit 1).
 func TestMigrateCancelAbortsAMigrationInProgress(t *testing.T) {
 	f := framework.New(t)
