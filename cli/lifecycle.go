@@ -80,14 +80,12 @@ func newLifecycleCommand(kube *genericclioptions.ConfigFlags, streams genericioo
 	switch a {
 	case actionStart:
 		f.BoolVar(&o.Paused, "paused", false, "Start the VM paused")
-	}
-	if a != actionStop {
-		f.StringVar(&o.For, "for", WaitForRunning, "With --wait, what to wait for: running (the instance runs) or ready (its Ready condition: readiness probes pass)")
-	}
-	switch a {
 	case actionStop, actionRestart:
 		f.BoolVar(&o.Force, "force", false, "Stop the VM without waiting for the guest to shut down (needs --grace-period)")
 		f.Int64Var(&o.GracePeriod, "grace-period", -1, "Seconds the guest gets to shut down (with --force; 0 stops it at once)")
+	}
+	if a != actionStop {
+		f.StringVar(&o.For, "for", WaitForRunning, "With --wait, what to wait for: running (the instance runs) or ready (its Ready condition: readiness probes pass)")
 	}
 	return cmd
 }

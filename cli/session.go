@@ -40,8 +40,8 @@ type session struct {
 	opened chan struct{}
 }
 
-// watch takes the guest's output for --after and --expect; it reports whether --expect matched.
-// Both buffers are bounded by maxExpectBuffer (the older half is dropped).
+// watch takes the guest's output for --after, then for --expect (one buffer, emptied when --after
+// matches, bounded by maxExpectBuffer: the older half is dropped); it reports whether --expect matched.
 func (s *session) watch(data []byte) bool {
 	if !s.afterSeen {
 		s.seen.Write(data)

@@ -92,8 +92,12 @@ use_prebuilt() {
 	source) return 1 ;;
 	*) die "PODVIRT_GUEST_KERNEL=${PODVIRT_GUEST_KERNEL}: want prebuilt or source" ;;
 	esac
-	[[ -e $PREBUILT/kernel.env ]] &&
-		[[ $(prebuilt_field KERNEL_CONFIG_SHA256) == "$(sha256sum "$HERE/kernel.config" | cut -d' ' -f1)" ]]
+	[[ -e $PREBUILT/kernel.env ]] && [[ $(prebuilt_field KERNEL_CONFIG_SHA256) == "$(config_sha)" ]]
+}
+
+# config_sha is the sha256 of hack/guest/kernel.config.
+config_sha() {
+	sha256sum "$HERE/kernel.config" | cut -d' ' -f1
 }
 
 # kernel_id names the kernel the guest gets: the committed one by its sha256, or one built from
@@ -126,7 +130,8 @@ KERNEL_RECIPE=2
 # path. Next to it: config, release, toolchain.
 source_kernel() {
 	local srcver=$1 cfghash out src work
-	cfghash=$(sha256sum "$HERE/kernel.config" | cut -c1-12)
+	cfghash=$(config_sha)
+	cfghash=${cfghash:0:12}
 	out="$CACHE/${2:-kernel}/${srcver}-${cfghash}-r$KERNEL_RECIPE"
 	if [[ -e $out/bzImage && -e $out/toolchain ]]; then
 		printf '%s\n' "$out/bzImage"
@@ -225,7 +230,7 @@ update_kernel() {
 		# make test) rebuilds it from this record and compares.
 		# KERNEL_TOOLCHAIN: the Debian versions of gcc, binutils, xz-utils, make and libc6 it was built with.
 		KERNEL_SOURCE=$srcver
-		KERNEL_CONFIG_SHA256=$(sha256sum "$HERE/kernel.config" | cut -d' ' -f1)
+		KERNEL_CONFIG_SHA256=$(config_sha)
 		KERNEL_TOOLCHAIN=$(cat "$dir/toolchain")
 		KERNEL_SHA256=$(sha256sum "$bz" | cut -d' ' -f1)
 	EOF

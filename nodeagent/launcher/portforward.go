@@ -16,60 +16,6 @@ import (
 	"github.com/podvirt/podvirt/internal/splice"
 )
 
-// reboot presses the ACPI power button for a reboot: libvirt lets the guest power off, then resets
-// and resumes it, so the domain (and this launcher) keeps running. A paused guest cannot see the
-// button, so it is refused.
-func (g *guest) reboot() error {
-	state, _, err := g.dom.GetState()
-	if err != nil {
-		return fmt.Errorf("domain state: %w", err)
-	}
-	if state != libvirt.DOMAIN_RUNNING && state != libvirt.DOMAIN_BLOCKED {
-		return fmt.Errorf("the guest is %s, not running: it cannot be rebooted", strings.ToLower(string(stateOf(state))))
-	}
-	if err := g.pressable("rebooted"); err != nil {
-		return err
-	}
-	if err := g.dom.Reboot(libvirt.DOMAIN_REBOOT_ACPI_POWER_BTN); err != nil {
-		return fmt.Errorf("acpi reboot: %w", err)
-	}
-	return nil
-}
-
-// pressable refuses a reboot or reset (done names it) while the guest shuts down or migrates: libvirt
-// would hold the request until the migration's job ends, and this loop with it.
-func (g *guest) pressable(done string) error {
-	switch {
-	case g.shutdownReq:
-		return errors.New("the guest is shutting down")
-	case g.migrating:
-		return fmt.Errorf("the guest is migrating: it cannot be %s until the migration ends", done)
-	case g.target != nil:
-		return fmt.Errorf("the guest is arriving by migration: it cannot be %s until the migration ends", done)
-	}
-	return nil
-}
-
-// reset presses the reset button: the guest restarts at once, without shutting down, and the domain
-// (and this launcher) keeps running. Refused, like reboot, unless the guest runs and neither shuts
-// down nor migrates.
-func (g *guest) reset() error {
-	state, _, err := g.dom.GetState()
-	if err != nil {
-		return fmt.Errorf("domain state: %w", err)
-	}
-	if state != libvirt.DOMAIN_RUNNING && state != libvirt.DOMAIN_BLOCKED {
-		return fmt.Errorf("the guest is %s, not running: it cannot be reset", strings.ToLower(string(stateOf(state))))
-	}
-	if err := g.pressable("reset"); err != nil {
-		return err
-	}
-	if err := g.dom.Reset(0); err != nil {
-		return fmt.Errorf("reset: %w", err)
-	}
-	return nil
-}
-
 // forward returns the loopback port of the Pod that reaches the guest's TCP port: the port itself
 // when the VMI declares it (its host forward listens on every address of the Pod), else a host
 // forward added now on a free loopback port, kept for later calls.
