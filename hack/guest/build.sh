@@ -10,7 +10,8 @@
 #   hack/guest/build.sh verify-kernel   rebuild the committed kernel from its recorded source and compare
 #   hack/guest/build.sh update-kernel   build the kernel from today's linux-source and commit it to hack/guest/prebuilt
 #
-# Inputs: the kernel, busybox-static (the whole userland), syslinux + syslinux-common (MBR and FAT bootloader).
+# Inputs: the kernel, busybox-static (the whole userland but the guest agent), qemu-guest-agent and the
+# libraries it loads, syslinux + syslinux-common (MBR and FAT bootloader).
 # The kernel is linux-source-6.1 built from hack/guest/kernel.config on top of tinyconfig, no modules. A
 # build of it is committed in hack/guest/prebuilt (a cold make demo would spend 5 minutes of its 15
 # compiling it); it is used while it was built from the current kernel.config, and verify-kernel shows it
@@ -247,24 +248,75 @@ syslinux_version() {
 # files and package versions.
 version_key() {
 	{
-		printf '%s\n' "$GUEST_RELEASE" "$1" "$2" "$3"
+		printf '%s\n' "$GUEST_RELEASE" "$@"
 		(cd "$HERE" && find build.sh kernel.config prebuilt rootfs -type f -print0 | LC_ALL=C sort -z |
 			xargs -0 sha256sum)
 		(cd "$HERE" && find rootfs -perm -u+x -type f | LC_ALL=C sort)
 	} | sha256sum | cut -c1-16
 }
 
-# initramfs packs busybox-static and hack/guest/rootfs into a reproducible gzip'd newc cpio at $2.
+# QGA_PACKAGES are the Debian packages of the guest agent: qemu-ga and the libraries it loads (the
+# rest of the guest is static busybox, so these are the only shared objects in it).
+QGA_PACKAGES=(qemu-guest-agent libc6 libglib2.0-0 libpcre2-8-0 libudev1 libcap2 libnuma1 liburing2)
+
+# qga_versions prints "package=version" of each of QGA_PACKAGES, as apt would download them today.
+qga_versions() {
+	local pkg
+	for pkg in "${QGA_PACKAGES[@]}"; do printf '%s=%s\n' "$pkg" "$(candidate "$pkg")"; done
+}
+
+# install_qga installs qemu-ga (from the package versions $2, one "package=version" a line) and the
+# shared objects it needs, found by their NEEDED entries in those packages, into the stage $1; it
+# fails naming a library none of them holds.
+install_qga() {
+	local stage=$1 line roots=() todo=() seen=" ld-linux-x86-64.so.2 " so root found
+	while IFS= read -r line; do roots+=("$(fetch_deb "${line%%=*}" "${line#*=}")"); done <<<"$2"
+	install -D -m 0755 "${roots[0]}/usr/sbin/qemu-ga" "$stage/usr/sbin/qemu-ga"
+	mkdir -p "$stage/lib/x86_64-linux-gnu" "$stage/lib64"
+	install -m 0755 "${roots[1]}/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$stage/lib/x86_64-linux-gnu/"
+	ln -s ../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$stage/lib64/ld-linux-x86-64.so.2"
+	mapfile -t todo < <(needed "$stage/usr/sbin/qemu-ga")
+	while ((${#todo[@]})); do
+		so=${todo[0]} todo=("${todo[@]:1}")
+		[[ $seen == *" $so "* ]] && continue
+		seen+="$so "
+		found=
+		for root in "${roots[@]}"; do
+			for found in "$root"/{lib,usr/lib}/x86_64-linux-gnu/"$so"; do [[ -e $found ]] && break 2; done
+			found=
+		done
+		[[ -n $found ]] || die "qemu-ga needs $so, which none of ${QGA_PACKAGES[*]} holds"
+		install -m 0644 "$(readlink -f "$found")" "$stage/lib/x86_64-linux-gnu/$so"
+		mapfile -t -O "${#todo[@]}" todo < <(needed "$found")
+	done
+}
+
+# needed prints the NEEDED shared objects of the ELF file $1.
+needed() {
+	readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+}
+
+# initramfs packs busybox-static, the guest agent and hack/guest/rootfs into a reproducible gzip'd
+# newc cpio at $2.
 initramfs() {
-	local busybox=$1 out=$2 release=$3 stage
+	local busybox=$1 out=$2 release=$3 qga=$4 stage
 	stage=$(mktemp -d "$CACHE/tmp/initramfs.XXXXXX")
 	cp -a "$HERE/rootfs/." "$stage/"
 	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,run,tmp,root,var/www}
 	install -m 0755 "$busybox/bin/busybox" "$stage/bin/busybox"
 	ln -s busybox "$stage/bin/sh"
+	install_qga "$stage" "$qga"
 	mknod -m 600 "$stage/dev/console" c 5 1
 	mknod -m 666 "$stage/dev/null" c 1 3
 	printf '%s\n' "$release" >"$stage/etc/podvirt/release"
+	# What the guest agent reports as the guest's operating system (guest-get-osinfo).
+	cat >"$stage/etc/os-release" <<-EOF
+		NAME="Podvirt demo guest"
+		ID=podvirt
+		VERSION_ID=$release
+		VERSION="$release (busybox)"
+		PRETTY_NAME="Podvirt demo guest $release"
+	EOF
 	cat >"$stage/var/www/index.html" <<-EOF
 		<!DOCTYPE html>
 		<html><head><title>Podvirt demo guest</title></head>
@@ -329,13 +381,14 @@ KERNELBOOT_ARGS="console=ttyS0"
 
 # build_all builds (or reuses) everything for the current sources and prints the output directory.
 build_all() {
-	local kid srcver bbver slver key out bzimage busybox
+	local kid srcver bbver slver qga key out bzimage busybox
 	ensure_tools
 	kid=$(kernel_id)
 	if use_prebuilt; then srcver=$(prebuilt_field KERNEL_SOURCE); else srcver=${kid#source }; fi
 	bbver=$(candidate busybox-static)
 	slver=$(syslinux_version)
-	key=$(version_key "$kid" "$bbver" "$slver")
+	qga=$(qga_versions)
+	key=$(version_key "$kid" "$bbver" "$slver" "$qga")
 	out="$CACHE/$key"
 	if [[ ! -e $out/.done ]]; then
 		bzimage=$(kernel)
@@ -346,7 +399,7 @@ build_all() {
 		rm -rf "$out" && mkdir -p "$out"
 		cp "$bzimage" "$out/vmlinuz"
 		cp "$(dirname "$bzimage")/config" "$out/kernel.config"
-		initramfs "$busybox" "$out/initramfs.gz" "$release"
+		initramfs "$busybox" "$out/initramfs.gz" "$release" "$qga"
 		disk "$out/vmlinuz" "$out/initramfs.gz" "$out/demo.raw" "$out/demo.qcow2" "$DISK_KERNEL_ARGS"
 		disk "$out/vmlinuz" "$out/initramfs.gz" "$out/alpine.raw" "$out/alpine.qcow2" "$DISK_KERNEL_ARGS podvirt.flavour=alpine"
 		cat >"$out/guest.env" <<-EOF
@@ -355,6 +408,7 @@ build_all() {
 			GUEST_LINUX_SOURCE=$srcver
 			GUEST_BUSYBOX=$bbver
 			GUEST_SYSLINUX=$slver
+			GUEST_AGENT="$(echo $qga)"
 			GUEST_KERNELBOOT_ARGS="$KERNELBOOT_ARGS"
 			GUEST_DISK_KERNEL_ARGS="$DISK_KERNEL_ARGS"
 		EOF
@@ -433,12 +487,9 @@ main() {
 		;;
 	dir)
 		ensure_tools
-		local kid bbver slver key
+		local kid
 		kid=$(kernel_id)
-		bbver=$(candidate busybox-static)
-		slver=$(syslinux_version)
-		key=$(version_key "$kid" "$bbver" "$slver")
-		printf '%s\n' "$CACHE/$key"
+		printf '%s\n' "$CACHE/$(version_key "$kid" "$(candidate busybox-static)" "$(syslinux_version)" "$(qga_versions)")"
 		;;
 	import)
 		local out
