@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -71,6 +72,19 @@ func (a *Agents) address(ctx context.Context, nodeName string) (string, error) {
 
 // Put calls path on the agent of vmi's node and turns its answer into an API error (nil on 2xx).
 func (a *Agents) Put(ctx context.Context, vmi *virtv1.VirtualMachineInstance, path string) error {
+	return a.Call(ctx, vmi, http.MethodPut, path, nil, nil, agentCallTimeout)
+}
+
+// agentCallTimeout bounds a call to a node agent that does not wait on the guest for long.
+const agentCallTimeout = 30 * time.Second
+
+// maxAgentReply bounds an agent's answer (an exec's output is the largest).
+const maxAgentReply = 2 << 20
+
+// Call sends in (JSON; nil: no body) to path on the agent of vmi's node with method, decodes a 2xx
+// answer into out (nil: ignored) and turns any other answer into an API error; the whole call takes
+// at most timeout.
+func (a *Agents) Call(ctx context.Context, vmi *virtv1.VirtualMachineInstance, method, path string, in, out any, timeout time.Duration) error {
 	if a == nil {
 		return errNoAgents
 	}
@@ -82,9 +96,17 @@ func (a *Agents) Put(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pa
 	if err != nil {
 		return apierrors.NewServiceUnavailable(err.Error())
 	}
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	var body io.Reader
+	if in != nil {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(raw)
+	}
+	c := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg}}
 	defer c.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "https://"+addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+addr+path, body)
 	if err != nil {
 		return err
 	}
@@ -93,10 +115,23 @@ func (a *Agents) Put(ctx context.Context, vmi *virtv1.VirtualMachineInstance, pa
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s unreachable: %v", vmi.Status.NodeName, err))
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
+	if resp.StatusCode/100 != 2 {
+		return agentError(vmi, resp)
+	}
+	if out == nil {
 		return nil
 	}
-	return agentError(vmi, resp)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAgentReply+1))
+	switch {
+	case err != nil:
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s: read the answer: %v", vmi.Status.NodeName, err))
+	case len(data) > maxAgentReply:
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s: the answer is longer than %d bytes", vmi.Status.NodeName, maxAgentReply))
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s: malformed answer: %v", vmi.Status.NodeName, err))
+	}
+	return nil
 }
 
 // agentError turns a node agent's error answer into an API error naming the instance.
@@ -118,6 +153,10 @@ func agentError(vmi *virtv1.VirtualMachineInstance, resp *http.Response) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("virtualmachineinstance %s: %s", vmi.Name, body.Message))
 	case http.StatusBadGateway:
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("virtualmachineinstance %s: %s", vmi.Name, body.Message))
+	case http.StatusGatewayTimeout:
+		return apierrors.NewTimeoutError(fmt.Sprintf("virtualmachineinstance %s: %s", vmi.Name, body.Message), 0)
+	case http.StatusRequestEntityTooLarge:
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("virtualmachineinstance %s: %s", vmi.Name, body.Message))
 	default:
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("node agent on %s: %s: %s", vmi.Status.NodeName, resp.Status, body.Message))
 	}

@@ -82,17 +82,23 @@ func (h *Handlers) calls() map[string]http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { h.stream(w, r, path) }
 	}
 	return map[string]http.HandlerFunc{
-		subv1.Start:       h.start,
-		subv1.Stop:        h.stop,
-		subv1.Restart:     h.restart,
-		subv1.Migrate:     h.migrate,
-		subv1.Pause:       agent(func() any { return &subv1.PauseOptions{} }, agentv1.PathPause),
-		subv1.Unpause:     agent(func() any { return &subv1.UnpauseOptions{} }, agentv1.PathUnpause),
-		subv1.SoftReboot:  agent(func() any { return &struct{}{} }, agentv1.PathSoftReboot),
-		subv1.Reset:       agent(func() any { return &struct{}{} }, agentv1.PathReset),
-		subv1.Console:     stream(agentv1.PathConsole),
-		subv1.VNC:         stream(agentv1.PathVNC),
-		subv1.PortForward: h.portForward,
+		subv1.Start:          h.start,
+		subv1.Stop:           h.stop,
+		subv1.Restart:        h.restart,
+		subv1.Migrate:        h.migrate,
+		subv1.Pause:          agent(func() any { return &subv1.PauseOptions{} }, agentv1.PathPause),
+		subv1.Unpause:        agent(func() any { return &subv1.UnpauseOptions{} }, agentv1.PathUnpause),
+		subv1.SoftReboot:     agent(func() any { return &struct{}{} }, agentv1.PathSoftReboot),
+		subv1.Reset:          agent(func() any { return &struct{}{} }, agentv1.PathReset),
+		subv1.GuestOSInfo:    h.guestAgentRead(guestOSInfo),
+		subv1.UserList:       h.guestAgentRead(userList),
+		subv1.FileSystemList: h.guestAgentRead(fileSystemList),
+		subv1.Freeze:         h.freeze,
+		subv1.Unfreeze:       h.unfreeze,
+		subv1.Exec:           h.exec,
+		subv1.Console:        stream(agentv1.PathConsole),
+		subv1.VNC:            stream(agentv1.PathVNC),
+		subv1.PortForward:    h.portForward,
 	}
 }
 
@@ -271,12 +277,17 @@ func isTestFailed(err error) bool {
 
 // readBody decodes an optional JSON body into opts; malformed JSON is a 400 naming the body.
 func readBody(r *http.Request, opts any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	return readBodyUpTo(r, opts, maxBody)
+}
+
+// readBodyUpTo is readBody for a body of at most limit bytes.
+func readBodyUpTo(r *http.Request, opts any, limit int) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("read the request body: %v", err))
 	}
-	if len(data) > maxBody {
-		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than %d bytes", maxBody))
+	if len(data) > limit {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than %d bytes", limit))
 	}
 	if len(data) == 0 {
 		return nil

@@ -46,18 +46,12 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath stri
 	if u, ok := request.UserFrom(r.Context()); ok {
 		user = u.GetName()
 	}
-	release, ok := h.perUser.Acquire(user, MaxStreamsPerUser)
-	if !ok {
-		writeError(w, r, apierrors.NewTooManyRequests(fmt.Sprintf("user %s already has %d streams open through this virt-api, the limit", user, MaxStreamsPerUser), 1))
+	release, err := h.holdStream(user)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	defer release()
-	releaseSlot, ok := h.all.Acquire("", MaxStreams)
-	if !ok {
-		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("this virt-api already has %d streams open, the limit", MaxStreams)))
-		return
-	}
-	defer releaseSlot()
 	h.streams.Add(1)
 	defer h.streams.Done()
 	ctx, cancel := context.WithCancelCause(r.Context())
@@ -94,6 +88,21 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath stri
 		return
 	}
 	_ = console.Serve(ctx, client, console.NewConn(agent))
+}
+
+// holdStream takes one of user's MaxStreamsPerUser places and one of the server's MaxStreams (a
+// stream, or an exec), or says which limit is reached.
+func (h *Handlers) holdStream(user string) (release func(), err error) {
+	releaseUser, ok := h.perUser.Acquire(user, MaxStreamsPerUser)
+	if !ok {
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("user %s already has %d streams open through this virt-api, the limit", user, MaxStreamsPerUser), 1)
+	}
+	releaseSlot, ok := h.all.Acquire("", MaxStreams)
+	if !ok {
+		releaseUser()
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("this virt-api already has %d streams open, the limit", MaxStreams))
+	}
+	return func() { releaseSlot(); releaseUser() }, nil
 }
 
 // Wait returns once every stream has ended (after Stopping is closed, they end promptly).

@@ -271,6 +271,8 @@ func TestCommandsSendKubeVirtsRequests(t *testing.T) {
 		{[]string{"softreboot", "x"}, "PUT " + base + `virtualmachineinstances/x/softreboot {}`},
 		{[]string{"reset", "x"}, "PUT " + base + `virtualmachineinstances/x/reset {}`},
 		{[]string{"migrate", "x"}, "PUT " + base + `virtualmachines/x/migrate {}`},
+		{[]string{"freeze", "x", "--unfreeze-timeout", "90s"}, "PUT " + base + `virtualmachineinstances/x/freeze {"unfreezeTimeout":"1m30s"}`},
+		{[]string{"unfreeze", "x"}, "PUT " + base + `virtualmachineinstances/x/unfreeze {}`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			api.mu.Lock()

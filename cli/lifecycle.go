@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,7 +42,7 @@ type LifecycleOptions struct {
 	GracePeriod int64 // -1: not given
 	Wait        bool
 	Timeout     time.Duration
-	// For is what start and restart --wait wait for: WaitForRunning or WaitForReady.
+	// For is what start and restart --wait wait for: WaitForRunning, WaitForAgent or WaitForReady.
 	For string
 
 	c *clients
@@ -51,9 +52,17 @@ type LifecycleOptions struct {
 const (
 	// WaitForRunning: the instance runs (the guest may still be booting).
 	WaitForRunning = "running"
+	// WaitForAgent: the guest's agent is connected (the AgentConnected condition): the guest has booted
+	// far enough to run commands (virtctl exec).
+	WaitForAgent = "agent"
 	// WaitForReady: the instance's Ready condition: its launcher Pod ready, readiness probes passing.
 	WaitForReady = "ready"
 )
+
+// waitConditions is the instance condition each --for waits for ("": none, running is enough).
+var waitConditions = map[string]string{
+	WaitForRunning: "", WaitForAgent: virtv1.VirtualMachineInstanceAgentConnected, WaitForReady: virtv1.VirtualMachineInstanceReady,
+}
 
 func newLifecycleCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, a action, short, example string) *cobra.Command {
 	o := &LifecycleOptions{IOStreams: streams, clientSource: clientSource{kube: kube}, action: a, GracePeriod: -1}
@@ -85,7 +94,7 @@ func newLifecycleCommand(kube *genericclioptions.ConfigFlags, streams genericioo
 		f.Int64Var(&o.GracePeriod, "grace-period", -1, "Seconds the guest gets to shut down (with --force; 0 stops it at once)")
 	}
 	if a != actionStop {
-		f.StringVar(&o.For, "for", WaitForRunning, "With --wait, what to wait for: running (the instance runs) or ready (its Ready condition: readiness probes pass)")
+		f.StringVar(&o.For, "for", WaitForRunning, "With --wait, what to wait for: running (the instance runs), agent (the guest agent is connected) or ready (its Ready condition: readiness probes pass)")
 	}
 	return cmd
 }
@@ -121,10 +130,8 @@ func (o *LifecycleOptions) Validate(cmd *cobra.Command) error {
 		return usageError(cmd, "--timeout must be positive, got %s", o.Timeout)
 	case o.Wait && o.DryRun:
 		return usageError(cmd, "--wait and --dry-run do not go together (a dry run changes nothing to wait for)")
-	case o.For == "agent":
-		return usageError(cmd, "--for agent: Podvirt has no guest agent channel yet; wait for running or ready")
-	case o.For != "" && o.For != WaitForRunning && o.For != WaitForReady:
-		return usageError(cmd, "--for must be %s or %s, got %q", WaitForRunning, WaitForReady, o.For)
+	case o.For != "" && !slices.Contains([]string{WaitForRunning, WaitForAgent, WaitForReady}, o.For):
+		return usageError(cmd, "--for must be %s, %s or %s, got %q", WaitForRunning, WaitForAgent, WaitForReady, o.For)
 	case cmd.Flags().Changed("for") && !o.Wait:
 		return usageError(cmd, "--for needs --wait")
 	}
@@ -174,5 +181,5 @@ func (o *LifecycleOptions) Run(ctx context.Context) error {
 	if o.action == actionStop {
 		return w.stopped(ctx)
 	}
-	return w.running(ctx, before, o.For == WaitForReady)
+	return w.running(ctx, before, waitConditions[o.For])
 }

@@ -129,8 +129,8 @@ func TestLifecycleCommandsWithFakeClients(t *testing.T) {
 	assert.Contains(t, err.Error(), "waiting for vm/vm1 to be Stopped")
 }
 
-// start --wait --for ready returns once the instance's Ready condition is True, saying meanwhile why
-// it is not; --for refuses what it cannot wait for, naming it.
+// start --wait --for ready (agent) returns once the instance's Ready (AgentConnected) condition is
+// True, saying meanwhile why it is not; --for refuses what it cannot wait for, naming it.
 func TestStartWaitForReady(t *testing.T) {
 	f := newFakeCluster(t, true)
 	f.inert = true
@@ -153,9 +153,20 @@ func TestStartWaitForReady(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "instance Running, Ready")
 
+	out, err = f.run(actionStart, func(o *LifecycleOptions) { o.Wait, o.For, o.Timeout = true, WaitForAgent, 600*time.Millisecond })
+	assert.Equal(t, ExitTimeout, ExitCode(err), "no AgentConnected condition: %v", err)
+	assert.Contains(t, out, "guest agent not connected")
+	vmi := &virtv1.VirtualMachineInstance{}
+	require.NoError(t, f.client.Get(context.Background(), key, vmi))
+	vmi.Status.Conditions = append(vmi.Status.Conditions, metav1.Condition{Type: virtv1.VirtualMachineInstanceAgentConnected, Status: metav1.ConditionTrue, Reason: "GuestAgentConnected"})
+	require.NoError(t, f.client.Update(context.Background(), vmi))
+	out, err = f.run(actionStart, func(o *LifecycleOptions) { o.Wait, o.For = true, WaitForAgent })
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "instance Running, AgentConnected")
+
 	for args, want := range map[string]string{
-		"start vm1 --for agent":         "--for agent: Podvirt has no guest agent channel yet",
-		"start vm1 --wait --for booted": `--for must be running or ready, got "booted"`,
+		"start vm1 --for agent":         "--for needs --wait",
+		"start vm1 --wait --for booted": `--for must be running, agent or ready, got "booted"`,
 		"restart vm1 --for ready":       "--for needs --wait",
 		"stop vm1 --wait --for ready":   "unknown flag: --for",
 	} {

@@ -69,6 +69,7 @@ func NewCommand(name string, streams genericiooptions.IOStreams) *cobra.Command 
 		newStartCommand, newStopCommand, newRestartCommand, newPauseCommand, newUnpauseCommand,
 		newSoftRebootCommand, newResetCommand, newMigrateCommand, newMigrateCancelCommand, newConsoleCommand, newVNCCommand, newPortForwardCommand,
 		newLogsCommand, newExposeCommand, newCreateCommand, newSSHCommand, newSCPCommand, newDashboardCommand, newVersionCommand,
+		newGuestOSInfoCommand, newUserListCommand, newFSListCommand, newFreezeCommand, newUnfreezeCommand, newExecCommand,
 	} {
 		root.AddCommand(newCmd(kube, streams))
 	}

@@ -133,12 +133,12 @@ func (w *waiter) vmState(done func(*virtv1.VirtualMachine, *virtv1.VirtualMachin
 	}
 }
 
-// running waits for an instance other than notUID ("" for any) to run, and with ready for its
-// Ready condition too (the progress line then says why it is not ready yet).
-func (w *waiter) running(ctx context.Context, notUID string, ready bool) error {
+// running waits for an instance other than notUID ("" for any) to run, and for its condition too
+// when one is given (Ready, AgentConnected: the progress line then says why it is not there yet).
+func (w *waiter) running(ctx context.Context, notUID string, condition string) error {
 	what := "Running"
-	if ready {
-		what = "Ready"
+	if condition != "" {
+		what = condition
 	}
 	return w.until(ctx, what, func(ctx context.Context) (string, bool, error) {
 		vm, vmi, err := w.observeVM(ctx)
@@ -149,19 +149,23 @@ func (w *waiter) running(ctx context.Context, notUID string, ready bool) error {
 		switch {
 		case vmi == nil || string(vmi.UID) == notUID || vmi.Status.Phase != virtv1.Running:
 			return line, false, nil
-		case !ready:
+		case condition == "":
 			return line, true, nil
 		}
-		c := meta.FindStatusCondition(vmi.Status.Conditions, virtv1.VirtualMachineInstanceReady)
+		c := meta.FindStatusCondition(vmi.Status.Conditions, condition)
+		not := "not ready"
+		if condition == virtv1.VirtualMachineInstanceAgentConnected {
+			not = "guest agent not connected"
+		}
 		switch {
 		case c != nil && c.Status == metav1.ConditionTrue:
-			return line + ", Ready", true, nil
+			return line + ", " + condition, true, nil
 		case c != nil && c.Message != "":
-			return line + ", not ready: " + c.Reason + ": " + c.Message, false, nil
+			return line + ", " + not + ": " + c.Reason + ": " + c.Message, false, nil
 		case c != nil:
-			return line + ", not ready: " + c.Reason, false, nil
+			return line + ", " + not + ": " + c.Reason, false, nil
 		}
-		return line + ", not ready", false, nil
+		return line + ", " + not, false, nil
 	})
 }
 

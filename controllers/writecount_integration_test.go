@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent"
 )
 
@@ -176,6 +178,19 @@ func (l *runningLauncher) VNC(context.Context) (net.Conn, error) {
 
 func (l *runningLauncher) Reboot(context.Context) error { return nil }
 func (l *runningLauncher) Reset(context.Context) error  { return nil }
+
+var errNoGuestAgent = errors.New("the benchmark's launchers have no guest agent")
+
+func (l *runningLauncher) GuestAgentInfo(context.Context) (*virtv1.VirtualMachineInstanceGuestAgentInfo, error) {
+	return nil, errNoGuestAgent
+}
+func (l *runningLauncher) Freeze(context.Context, launcherv1.FreezeRequest) error {
+	return errNoGuestAgent
+}
+func (l *runningLauncher) Unfreeze(context.Context) error { return errNoGuestAgent }
+func (l *runningLauncher) Exec(context.Context, *subv1.ExecRequest) (*subv1.ExecResult, error) {
+	return nil, errNoGuestAgent
+}
 
 func (l *runningLauncher) PortForward(context.Context, int) (net.Conn, error) {
 	return nil, errors.New("the benchmark's launchers have no guest network")

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/internal/statuspatch"
 	"github.com/podvirt/podvirt/nodeagent/accel"
@@ -69,6 +70,11 @@ type Launcher interface {
 	Reset(ctx context.Context) error
 	// PortForward connects to the guest's TCP port.
 	PortForward(ctx context.Context, port int) (net.Conn, error)
+	// GuestAgentInfo, Freeze, Unfreeze and Exec are calls to the guest agent.
+	GuestAgentInfo(ctx context.Context) (*virtv1.VirtualMachineInstanceGuestAgentInfo, error)
+	Freeze(ctx context.Context, req launcherv1.FreezeRequest) error
+	Unfreeze(ctx context.Context) error
+	Exec(ctx context.Context, req *subv1.ExecRequest) (*subv1.ExecResult, error)
 	// SocketPath is the launcher's command socket (the agent watches for it while the launcher starts).
 	SocketPath() string
 	// PrepareTarget makes the launcher a migration target; Migrate sends its guest to one.
@@ -342,6 +348,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 			if err := s.launcher.SetNodeCheck(ctx, *nc); err != nil {
 				ctrl.LoggerFrom(ctx).V(1).Info("The launcher did not take the node check", "err", err)
 			}
+		}
+	}
+	if st.AgentConnected && s.vmi.Status.GuestOSInfo.Name == "" {
+		// The guest agent has just connected: what it says of the guest's OS goes into the status once.
+		if info, err := s.launcher.GuestAgentInfo(ctx); err == nil {
+			s.obs.guestOS = &info.OS
+		} else {
+			ctrl.LoggerFrom(ctx).V(1).Info("The guest agent did not say what OS the guest runs", "err", err)
 		}
 	}
 	s.obs.live = &st

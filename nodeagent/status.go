@@ -45,6 +45,8 @@ type observation struct {
 	syncErr error
 	// disksPending: the launcher is still waiting for its disk containers' files.
 	disksPending bool
+	// guestOS is what the guest agent said of the guest's OS, when it was asked in this pass.
+	guestOS *virtv1.VirtualMachineInstanceGuestOSInfo
 	// accel is how guests of this Pod run (KVM or emulation).
 	accel accel.Decision
 	// now is the pass's time.
@@ -94,7 +96,33 @@ func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status, o obs
 	setReadyFromGuest(vmi, live.State, podReady(o.pod))
 	setPausedCondition(vmi, live)
 	setEmulationCondition(vmi, o.accel, live.Emulation)
+	setGuestAgent(vmi, live, o.guestOS)
 	st.Interfaces = interfaceStatus(vmi, live.Interfaces, o.pod)
+}
+
+// ReasonGuestAgentConnected: AgentConnected=True (KubeVirt sets the condition without a reason;
+// a Condition needs one).
+const ReasonGuestAgentConnected = "GuestAgentConnected"
+
+// setGuestAgent follows the guest agent: the AgentConnected condition while it is connected (none
+// otherwise, as KubeVirt), the OS it reported, and whether the file systems are frozen.
+func setGuestAgent(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status, os *virtv1.VirtualMachineInstanceGuestOSInfo) {
+	st := &vmi.Status
+	if live.AgentConnected {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: virtv1.VirtualMachineInstanceAgentConnected, Status: metav1.ConditionTrue, Reason: ReasonGuestAgentConnected,
+			Message: "the qemu guest agent in the guest is connected", ObservedGeneration: vmi.Generation,
+		})
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstanceAgentConnected)
+	}
+	if os != nil {
+		st.GuestOSInfo = *os
+	}
+	st.FSFreezeStatus = ""
+	if live.Frozen {
+		st.FSFreezeStatus = virtv1.FSFrozen
+	}
 }
 
 // applyEnd records how the guest ended: Shutoff → Succeeded, Crashed → Failed, each with the

@@ -88,11 +88,15 @@ func (s *SubresourceServer) Handler() http.Handler {
 		s.serve(w, r, launcherv1.DomainRunning, Launcher.Unpause)
 	}))
 	mux.HandleFunc("PUT "+agentv1.PathSoftReboot, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
-		s.press(w, r, Launcher.Reboot)
+		s.agentCall(w, r, Launcher.Reboot)
 	}))
 	mux.HandleFunc("PUT "+agentv1.PathReset, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
-		s.press(w, r, Launcher.Reset)
+		s.agentCall(w, r, Launcher.Reset)
 	}))
+	mux.HandleFunc("GET "+agentv1.PathGuestAgentInfo, s.fromVirtAPI(s.guestAgentInfo))
+	mux.HandleFunc("PUT "+agentv1.PathFreeze, s.fromVirtAPI(s.freeze))
+	mux.HandleFunc("PUT "+agentv1.PathUnfreeze, s.fromVirtAPI(s.unfreeze))
+	mux.HandleFunc("POST "+agentv1.PathExec, s.fromVirtAPI(s.exec))
 	mux.HandleFunc("GET "+agentv1.PathConsole, s.fromVirtAPI(s.console))
 	mux.HandleFunc("GET "+agentv1.PathVNC, s.fromVirtAPI(func(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, "VNC display", func(ctx context.Context, pod *corev1.Pod) (io.ReadWriteCloser, error) { return s.Dial(pod).VNC(ctx) })
@@ -211,21 +215,6 @@ func (s *SubresourceServer) console(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// press asks the instance's launcher for a reboot or a reset (call), answering 200 once it took it.
-func (s *SubresourceServer) press(w http.ResponseWriter, r *http.Request, call func(Launcher, context.Context) error) {
-	ctx := r.Context()
-	_, pod, code, msg := s.find(ctx, r.PathValue("namespace"), r.PathValue("name"))
-	if code != http.StatusOK {
-		writeError(w, code, msg)
-		return
-	}
-	if err := call(s.Dial(pod), ctx); err != nil {
-		writeLauncherError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-}
-
 // stream connects the caller's websocket to the stream of the guest (its console, VNC, a port)
 // that dial opens for the instance's launcher Pod, until either side leaves.
 func (s *SubresourceServer) stream(w http.ResponseWriter, r *http.Request, what string, dial func(context.Context, *corev1.Pod) (io.ReadWriteCloser, error)) {
@@ -292,12 +281,14 @@ func (s *SubresourceServer) find(ctx context.Context, ns, name string) (*virtv1.
 	return vmi, pod, http.StatusOK, ""
 }
 
-// writeLauncherError answers with the launcher's refusal (409, 400, 502 for a guest port that refuses)
+// writeLauncherError answers with the launcher's refusal (409, 400, 502 for a guest port that refuses,
+// 504 for a command that did not exit in time)
 // or 503 when the launcher does not answer.
 func writeLauncherError(w http.ResponseWriter, err error) {
 	var lerr *launcherclient.Error
 	switch {
-	case errors.As(err, &lerr) && (lerr.StatusCode == http.StatusConflict || lerr.StatusCode == http.StatusBadRequest || lerr.StatusCode == http.StatusBadGateway):
+	case errors.As(err, &lerr) && (lerr.StatusCode == http.StatusConflict || lerr.StatusCode == http.StatusBadRequest ||
+		lerr.StatusCode == http.StatusBadGateway || lerr.StatusCode == http.StatusGatewayTimeout):
 		writeError(w, lerr.StatusCode, lerr.Message)
 	case errors.Is(err, launcherclient.ErrUnreachable):
 		writeError(w, http.StatusServiceUnavailable, "the instance's launcher does not answer: "+err.Error())

@@ -8,9 +8,9 @@ import (
 	"libvirt.org/go/libvirt"
 )
 
-// reboot presses the ACPI power button for a reboot: libvirt lets the guest power off, then resets
-// and resumes it, so the domain (and this launcher) keeps running. A paused guest cannot see the
-// button, so it is refused.
+// reboot presses the ACPI power button for a reboot (a guest with an agent is asked through it
+// first: rebootThroughAgent): libvirt lets the guest power off, then resets and resumes it, so the
+// domain (and this launcher) keeps running. A paused guest cannot see the button, so it is refused.
 func (g *guest) reboot() error {
 	return g.press("rebooted", func() error {
 		if err := g.dom.Reboot(libvirt.DOMAIN_REBOOT_ACPI_POWER_BTN); err != nil {

@@ -56,6 +56,11 @@ const (
 	opPrepareTarget
 	opMigrate
 	opCancelMigration
+	// opAgent lends a reference to the domain for a guest agent call (guestagent.go); opFrozen and
+	// opThawed note a freeze (grace: its unfreeze timeout) and a thaw.
+	opAgent
+	opFrozen
+	opThawed
 )
 
 // request is one command handed from an HTTP handler to the guest's loop.
@@ -67,7 +72,10 @@ type request struct {
 	// port is the guest port of opForward; local receives the loopback port that reaches it.
 	port  int
 	local *int
-	reply chan error
+	// agentDom receives opAgent's domain reference; reboot: only for a guest that may be rebooted.
+	agentDom **libvirt.Domain
+	reboot   bool
+	reply    chan error
 }
 
 // guest owns the one domain of this launcher. All libvirt calls happen on its loop goroutine; HTTP
@@ -81,6 +89,12 @@ type guest struct {
 
 	mu     sync.Mutex
 	status launcherv1.Status
+	// agentInfo is what the guest agent last reported (guestagent.go).
+	agentInfo *virtv1.VirtualMachineInstanceGuestAgentInfo
+	// agentReboot is set while a reboot through the guest agent runs (one at a time); agentReboots
+	// joins them when the loop ends.
+	agentReboot  atomic.Bool
+	agentReboots sync.WaitGroup
 	// lastHeard is when the node agent last sent a request (boottime.Now: the wall clock may step,
 	// and a suspended or frozen node's silence must count when it thaws).
 	lastHeard atomic.Int64
@@ -101,7 +115,10 @@ type guest struct {
 	fenced      bool
 	terminated  bool // SIGTERM while the guest ran, without a stop request (see ReasonTerminated)
 	grace       *time.Timer
-	stopped     *lifecycle
+	// frozen: the guest's file systems were frozen on request; thaw fires at the unfreeze timeout.
+	frozen  bool
+	thaw    *time.Timer
+	stopped *lifecycle
 	// watchdogOff: the guest's watchdog expired and its action is poweroff (qemu exits).
 	watchdogOff bool
 	// goneSince is when the domain was first found gone before its STOPPED event was read.
@@ -164,6 +181,7 @@ func (g *guest) do(ctx context.Context, r request) error {
 // loop runs until the guest, once started, is gone, and returns its final status. ctx ending starts a
 // graceful shutdown (or returns at once when no guest was ever started).
 func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
+	defer g.agentReboots.Wait() // after close(g.done): a reboot falling back to ACPI then fails at once
 	defer close(g.done)
 	defer func() {
 		if g.migrating { // the domain is gone: its migration fails at once
@@ -174,9 +192,12 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 	defer poll.Stop()
 	done := ctx.Done()
 	for {
-		var graceC <-chan time.Time
+		var graceC, thawC <-chan time.Time
 		if g.grace != nil {
 			graceC = g.grace.C
+		}
+		if g.thaw != nil {
+			thawC = g.thaw.C
 		}
 		var arrivals <-chan lifecycle
 		if g.incoming != nil {
@@ -209,6 +230,9 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 			if err := g.dom.Destroy(); err != nil {
 				g.cfg.Log.Error("Destroy after the grace period", "err", err)
 			}
+		case <-thawC:
+			g.cfg.Log.Info("Unfreeze timeout passed: thawing the guest's file systems")
+			g.thawNow()
 		case <-arrivals:
 			g.adopt()
 		case res := <-g.migrated:
@@ -355,6 +379,24 @@ func (g *guest) handle(ctx context.Context, r request) error {
 		err = g.migrate(r.migrate)
 	case opCancelMigration:
 		err = g.cancelMigration()
+	case opAgent:
+		if r.reboot {
+			err = g.press("rebooted", func() error { return g.lendDomain(r.agentDom) })
+		} else {
+			err = g.lendDomain(r.agentDom)
+		}
+	case opFrozen:
+		g.frozen = true
+		if g.thaw != nil {
+			g.thaw.Stop()
+		}
+		g.thaw = time.NewTimer(r.grace)
+	case opThawed:
+		g.frozen = false
+		if g.thaw != nil {
+			g.thaw.Stop()
+			g.thaw = nil
+		}
 	}
 	if err != nil {
 		return conflict{err}
@@ -402,6 +444,7 @@ func (g *guest) refresh() (final launcherv1.Status, gone bool) {
 		g.goneSince = time.Time{}
 		st.State = stateOf(state)
 		st.Reason, st.Message = launcherv1.ReasonStarted, g.memMessage
+		st.AgentConnected, st.Frozen = agentConnected(g.dom), g.frozen
 		if st.State == launcherv1.DomainPaused && reason == int(libvirt.DOMAIN_PAUSED_SHUTTING_DOWN) && !g.shutdownReq {
 			// An ACPI reboot: libvirt stops the powered-off guest for a moment, resets and resumes it.
 			st.State = launcherv1.DomainRunning

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
@@ -62,12 +63,51 @@ func newHandler(g *guest) http.Handler {
 		reply(w, r, g, request{op: opUnpause}, http.StatusOK)
 	})
 	mux.HandleFunc("POST "+launcherv1.PathReboot, func(w http.ResponseWriter, r *http.Request) {
+		if g.Status().AgentConnected {
+			switch err := g.rebootThroughAgent(r.Context()); {
+			case err == nil:
+				writeJSON(w, http.StatusAccepted, g.Status())
+				return
+			case errors.Is(err, errRebootUnderway):
+				writeError(w, err)
+				return
+			} // else the ACPI button
+		}
 		reply(w, r, g, request{op: opReboot}, http.StatusAccepted)
 	})
 	mux.HandleFunc("POST "+launcherv1.PathReset, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, g, request{op: opReset}, http.StatusAccepted)
 	})
 	mux.HandleFunc("GET "+launcherv1.PathPortForward+"{port}", portForward(g))
+	mux.HandleFunc("GET "+launcherv1.PathGuestAgentInfo, func(w http.ResponseWriter, r *http.Request) {
+		info, err := g.guestAgentInfo(r.Context())
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, info)
+	})
+	mux.HandleFunc("POST "+launcherv1.PathFreeze, func(w http.ResponseWriter, r *http.Request) {
+		var req launcherv1.FreezeRequest
+		if decode(w, r, &req) {
+			answer(w, g.freeze(r.Context(), req))
+		}
+	})
+	mux.HandleFunc("POST "+launcherv1.PathUnfreeze, func(w http.ResponseWriter, r *http.Request) {
+		answer(w, g.unfreeze(r.Context()))
+	})
+	mux.HandleFunc("POST "+launcherv1.PathExec, func(w http.ResponseWriter, r *http.Request) {
+		var req subv1.ExecRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		res, err := g.exec(r.Context(), &req)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
 	mux.HandleFunc("POST "+launcherv1.PathMigrationTarget, syncHandler(g, opPrepareTarget))
 	mux.HandleFunc("POST "+launcherv1.PathMigrate, func(w http.ResponseWriter, r *http.Request) {
 		var req launcherv1.MigrateRequest
@@ -170,8 +210,21 @@ func writeError(w http.ResponseWriter, err error) {
 		code = http.StatusConflict
 	case errors.Is(err, errNotReady):
 		code = http.StatusServiceUnavailable
+	case errors.Is(err, errNoAgent):
+		code = http.StatusConflict
+	case errors.Is(err, errExecTimeout):
+		code = http.StatusGatewayTimeout
 	}
 	writeJSON(w, code, launcherv1.Error{Message: err.Error()})
+}
+
+// answer answers a call without a body: 200, or err.
+func answer(w http.ResponseWriter, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -27,6 +27,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
 // ErrUnreachable is wrapped by every error that means no launcher answers on the socket: the socket
@@ -141,6 +143,34 @@ func (c *Client) Reboot(ctx context.Context) error {
 // Reset asks for a hard reset of the guest.
 func (c *Client) Reset(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, launcherv1.PathReset, nil, nil, DefaultTimeout)
+}
+
+// GuestAgentInfo is what the guest agent reports.
+func (c *Client) GuestAgentInfo(ctx context.Context) (*virtv1.VirtualMachineInstanceGuestAgentInfo, error) {
+	var info virtv1.VirtualMachineInstanceGuestAgentInfo
+	if err := c.do(ctx, http.MethodGet, launcherv1.PathGuestAgentInfo, nil, &info, DefaultTimeout); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// Freeze freezes the guest's file systems until Unfreeze or the request's timeout.
+func (c *Client) Freeze(ctx context.Context, req launcherv1.FreezeRequest) error {
+	return c.do(ctx, http.MethodPost, launcherv1.PathFreeze, req, nil, DefaultTimeout)
+}
+
+// Unfreeze thaws the guest's file systems.
+func (c *Client) Unfreeze(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, launcherv1.PathUnfreeze, nil, nil, DefaultTimeout)
+}
+
+// Exec runs a command in the guest and waits for it to exit (its timeout, and ExecGrace more).
+func (c *Client) Exec(ctx context.Context, req *subv1.ExecRequest) (*subv1.ExecResult, error) {
+	var res subv1.ExecResult
+	if err := c.do(ctx, http.MethodPost, launcherv1.PathExec, req, &res, launcherv1.ExecTimeout(req)+launcherv1.ExecGrace); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // PortForward connects to the guest's TCP port through the launcher (launcherv1.PathPortForward):

@@ -170,8 +170,11 @@ func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 	}})
 	f.Create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vmi-only"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"*"}},
-		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset"}, Verbs: []string{"update"}},
-		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/portforward"}, Verbs: []string{"get"}},
+		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset",
+			"virtualmachineinstances/freeze", "virtualmachineinstances/unfreeze"}, Verbs: []string{"update"}},
+		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/portforward",
+			"virtualmachineinstances/guestosinfo", "virtualmachineinstances/userlist", "virtualmachineinstances/filesystemlist"}, Verbs: []string{"get"}},
+		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/exec"}, Verbs: []string{"create"}},
 	}})
 	sa := func(ns, name, kind, role string) matrixCaller {
 		if err := f.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
@@ -379,7 +382,7 @@ func matrixProbes(t *testing.T, f *framework.Framework) map[string]matrixProbe {
 		param := strings.NewReplacer("{port}", "22", "{protocol}", "tcp").Replace(s.Params[0])
 		path := "/apis/" + subv1.GroupName + "/v1" + strings.NewReplacer("{namespace}", ns, "{name}", "rbac-absent").Replace(s.Path(param))
 		body := ""
-		if s.Method == http.MethodPut {
+		if s.Method != http.MethodGet {
 			body = "{}"
 		}
 		probes[strings.ToLower(s.Method)+" "+s.Resource+"/"+s.Name] = apiProbe(f, s.Method, path, body)

@@ -32,6 +32,14 @@ const (
 	PathReset = instancePath + subv1.Reset
 	// PathVNC is a websocket onto the guest's VNC display (one connection per viewer).
 	PathVNC = instancePath + subv1.VNC
+	// PathGuestAgentInfo (GET) answers what the guest agent reports (virtv1.VirtualMachineInstanceGuestAgentInfo):
+	// virt-api's guestosinfo, userlist and filesystemlist.
+	PathGuestAgentInfo = instancePath + subv1.GuestOSInfo
+	// PathFreeze (PUT, body virtv1.FreezeUnfreezeTimeout) and PathUnfreeze freeze and thaw the guest's file systems.
+	PathFreeze   = instancePath + subv1.Freeze
+	PathUnfreeze = instancePath + subv1.Unfreeze
+	// PathExec (POST, body subv1.ExecRequest) runs a command in the guest: subv1.ExecResult.
+	PathExec = instancePath + subv1.Exec
 	// PathPortForward is a websocket carrying one TCP connection to the guest's port {port}.
 	PathPortForward = instancePath + subv1.PortForward + "/{port}"
 )

@@ -1,6 +1,10 @@
 package v1
 
-import "time"
+import (
+	"time"
+
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+)
 
 // Command protocol, version 1: HTTP/1.1 over the unix socket CommandSocket, JSON bodies.
 //
@@ -30,6 +34,14 @@ import "time"
 //	                    state Migrated
 //	POST /v1/migrate/cancel → 202 Status (aborts a running migration: the guest stays here)
 //	PUT  /v1/node-check   NodeCheck → 204 (where to ask for the kubelet's lease; the agent only)
+//	GET  /v1/guest-agent/info    → 200 virtv1.VirtualMachineInstanceGuestAgentInfo (what the qemu
+//	                    guest agent reports); 409 while no guest agent is connected (Status.AgentConnected)
+//	POST /v1/guest-agent/freeze  body FreezeRequest → 200 (the guest's file systems are frozen, and
+//	                    thawed by the launcher after the request's timeout unless unfrozen before)
+//	POST /v1/guest-agent/unfreeze → 200
+//	POST /v1/guest-agent/exec    body subv1.ExecRequest → 200 subv1.ExecResult (after the command
+//	                    exited), 504 when it did not exit within its timeout, 400 naming a bound
+//	                    the request passes
 //
 // Errors: a non-2xx status with body Error. The launcher exits once the domain is gone (after it was
 // started), so the Pod completes: exit code 0 after a guest shutdown, non-zero after a crash or kill.
@@ -51,6 +63,11 @@ const (
 	// PathNodeCheck sets where the launcher asks for its kubelet's lease (NodeCheck), for a guest
 	// synced without it or with another (Status.NodeCheck); only the agent's calls count.
 	PathNodeCheck = "/v1/node-check"
+	// The guest agent's calls (see above): libvirt talks to the agent, the launcher to libvirt.
+	PathGuestAgentInfo = "/v1/guest-agent/info"
+	PathFreeze         = "/v1/guest-agent/freeze"
+	PathUnfreeze       = "/v1/guest-agent/unfreeze"
+	PathExec           = "/v1/guest-agent/exec"
 	// PathPortForward is the prefix of the port-forward path: PathPortForward + "{port}".
 	PathPortForward = "/v1/portforward/"
 	// UpgradeTCP is the Upgrade header value of a port-forward request.
@@ -69,6 +86,30 @@ type SyncRequest struct {
 	// NodeCheck is where to ask whether the node's kubelet is alive while the agent is silent
 	// (kubeletlease.go); nil: fence on the agent's silence alone.
 	NodeCheck *NodeCheck `json:"nodeCheck,omitempty"`
+}
+
+// FreezeRequest freezes the guest's file systems (the freeze subresource).
+type FreezeRequest struct {
+	// UnfreezeTimeoutSeconds after which the launcher thaws them itself (1 to
+	// MaxUnfreezeTimeoutSeconds; 0: DefaultUnfreezeTimeoutSeconds).
+	UnfreezeTimeoutSeconds int64 `json:"unfreezeTimeoutSeconds,omitempty"`
+}
+
+// Bounds of a freeze: KubeVirt's default unfreeze timeout, and at most an hour.
+const (
+	DefaultUnfreezeTimeoutSeconds = 5 * 60
+	MaxUnfreezeTimeoutSeconds     = 60 * 60
+)
+
+// ExecGrace is how much longer than an exec's own timeout its callers wait for the launcher's answer.
+const ExecGrace = 15 * time.Second
+
+// ExecTimeout is an exec request's timeout (its TimeoutSeconds, or the default).
+func ExecTimeout(req *subv1.ExecRequest) time.Duration {
+	if req.TimeoutSeconds <= 0 {
+		return subv1.DefaultExecTimeoutSeconds * time.Second
+	}
+	return time.Duration(req.TimeoutSeconds) * time.Second
 }
 
 // ShutdownRequest asks for a graceful shutdown.
@@ -193,6 +234,10 @@ type Status struct {
 	Interfaces []Interface `json:"interfaces,omitempty"`
 	// QemuPID is qemu's process ID inside the Pod's PID namespace.
 	QemuPID int `json:"qemuPid,omitempty"`
+	// AgentConnected: the qemu guest agent in the guest has its channel open.
+	AgentConnected bool `json:"agentConnected,omitempty"`
+	// Frozen: the guest's file systems were frozen on request and not thawed since.
+	Frozen bool `json:"frozen,omitempty"`
 	// Migration is the guest's live migration from or to this launcher, if any.
 	Migration *MigrationStatus `json:"migration,omitempty"`
 	// NodeCheck is the Digest of where the launcher asks for its kubelet's lease; "" while it

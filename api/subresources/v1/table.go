@@ -24,6 +24,13 @@ const (
 	Console     = "console"
 	VNC         = "vnc"
 	PortForward = "portforward"
+	// The guest agent's calls (KubeVirt's, but exec, which is Podvirt's own).
+	GuestOSInfo    = "guestosinfo"
+	UserList       = "userlist"
+	FileSystemList = "filesystemlist"
+	Freeze         = "freeze"
+	Unfreeze       = "unfreeze"
+	Exec           = "exec"
 )
 
 // Version is the group's version call (GET /apis/subresources.kubevirt.io/v1/version): not a
@@ -75,11 +82,19 @@ func Table() []Subresource {
 		}
 		return Subresource{Resource: resource, Name: name, Method: http.MethodGet, Verb: "get", LongRunning: true, Params: params}
 	}
+	get := func(name string) Subresource {
+		return Subresource{Resource: VirtualMachineInstances, Name: name, Method: http.MethodGet, Verb: "get", Params: []string{""}}
+	}
 	var rows []Subresource
 	rows = append(rows,
 		put(VirtualMachines, Start), put(VirtualMachines, Stop), put(VirtualMachines, Restart),
 		put(VirtualMachineInstances, Pause), put(VirtualMachineInstances, Unpause),
-		put(VirtualMachines, Migrate), put(VirtualMachineInstances, SoftReboot), put(VirtualMachineInstances, Reset))
+		put(VirtualMachines, Migrate), put(VirtualMachineInstances, SoftReboot), put(VirtualMachineInstances, Reset),
+		get(GuestOSInfo), get(UserList), get(FileSystemList),
+		put(VirtualMachineInstances, Freeze), put(VirtualMachineInstances, Unfreeze),
+		// exec runs a command in the guest, as create on pods/exec does in a container; its name makes
+		// it long-running in kube-apiserver too, which proxies it here.
+		Subresource{Resource: VirtualMachineInstances, Name: Exec, Method: http.MethodPost, Verb: "create", LongRunning: true, Params: []string{""}})
 	for _, parent := range []string{VirtualMachineInstances, VirtualMachines} {
 		rows = append(rows, stream(parent, Console), stream(parent, VNC), stream(parent, PortForward, "/{port}", "/{port}/{protocol}"))
 	}

@@ -93,3 +93,55 @@ type MigrateOptions struct {
 	// +optional
 	AddedNodeSelector map[string]string `json:"addedNodeSelector,omitempty"`
 }
+
+// ExecRequest is the body of an exec call on a VirtualMachineInstance (Podvirt's own: KubeVirt has
+// none): Command runs in the guest through its qemu guest agent, with Stdin as its standard input,
+// and the call answers its ExecResult once it exits or TimeoutSeconds pass.
+//
+// +kubebuilder:object:root=true
+type ExecRequest struct {
+	metav1.TypeMeta `json:",inline"`
+	// Command is the program and its arguments; the guest agent looks the program up in its PATH.
+	Command []string `json:"command"`
+	// Stdin is the command's standard input (at most MaxExecInputBytes); none: empty.
+	// +optional
+	Stdin []byte `json:"stdin,omitempty"`
+	// TimeoutSeconds bounds the wait for the command to exit (1 to MaxExecTimeoutSeconds; 0:
+	// DefaultExecTimeoutSeconds). A command still running then is left running in the guest.
+	// +optional
+	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
+}
+
+// ExecResult is the answer of an exec call.
+//
+// +kubebuilder:object:root=true
+type ExecResult struct {
+	metav1.TypeMeta `json:",inline"`
+	// ExitCode is the command's exit code; a command ended by a signal has 128 + the signal's number
+	// (as a shell reports it) and Signal set.
+	ExitCode int `json:"exitCode"`
+	// Signal is the number of the signal that ended the command, 0 when it exited.
+	// +optional
+	Signal int `json:"signal,omitempty"`
+	// Stdout and Stderr are the command's output, each at most MaxExecOutputBytes.
+	// +optional
+	Stdout []byte `json:"stdout,omitempty"`
+	// +optional
+	Stderr []byte `json:"stderr,omitempty"`
+	// StdoutTruncated and StderrTruncated: the stream was longer and was cut at MaxExecOutputBytes.
+	// +optional
+	StdoutTruncated bool `json:"stdoutTruncated,omitempty"`
+	// +optional
+	StderrTruncated bool `json:"stderrTruncated,omitempty"`
+}
+
+// Bounds of an exec call: its input and each output stream, and how long it may wait.
+const (
+	MaxExecInputBytes         = 32 << 10
+	MaxExecOutputBytes        = 256 << 10
+	DefaultExecTimeoutSeconds = 60
+	MaxExecTimeoutSeconds     = 3600
+	// MaxExecArgs and MaxExecArgBytes bound the command line.
+	MaxExecArgs     = 256
+	MaxExecArgBytes = 16 << 10
+)

@@ -11,10 +11,20 @@ import (
 // The host entropy source behind a virtio-rng device.
 const rngSource = "/dev/urandom"
 
-// addDevices adds the optional devices a spec asks for: virtio-rng, a watchdog, input devices, a TPM
-// and the memory balloon (none unless autoattachMemBalloon: it costs memory and nothing here uses it).
+// GuestAgentChannel is the name of the virtio-serial port the qemu guest agent listens on in the
+// guest. Every domain has it; libvirt owns the host side (a socket in its own directory) and is the
+// only one talking to the agent.
+const GuestAgentChannel = "org.qemu.guest_agent.0"
+
+// addDevices adds the guest agent's channel and the optional devices a spec asks for: virtio-rng, a
+// watchdog, input devices, a TPM and the memory balloon (none unless autoattachMemBalloon: it costs
+// memory and nothing here uses it).
 func addDevices(dom *libvirtxml.Domain, d *virtv1.Devices) {
 	devs := dom.Devices
+	devs.Channels = []libvirtxml.DomainChannel{{
+		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
+		Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: GuestAgentChannel}},
+	}}
 	if d.Rng != nil {
 		devs.RNGs = []libvirtxml.DomainRNG{{
 			Model:   "virtio",

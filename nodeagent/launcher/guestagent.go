@@ -1,0 +1,386 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"libvirt.org/go/libvirt"
+
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
+	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
+)
+
+// The qemu guest agent: libvirt holds the channel domainxml.GuestAgentChannel and is the only one
+// talking to the agent; the launcher asks libvirt. What the guest answers is hostile input: it is
+// bounded and decoded into fixed shapes before it leaves the launcher. Calls that wait on the guest
+// run on the caller's goroutine, on a reference to the domain the loop hands out (opAgent), so a slow
+// or silent agent delays its caller only, never the loop.
+
+// agentTimeoutSeconds is how long libvirt waits for one answer of the guest agent.
+const agentTimeoutSeconds = 10
+
+// errNoAgent refuses a guest agent call while no agent is connected.
+var errNoAgent = errors.New("the guest agent is not connected: the guest runs no qemu-guest-agent on the " +
+	domainxml.GuestAgentChannel + " port, or it has not started yet")
+
+// errRebootUnderway refuses a reboot while one through the guest agent is under way.
+var errRebootUnderway = conflict{errors.New("a reboot through the guest agent is under way")}
+
+// errExecTimeout marks an exec whose command did not exit within its timeout (HTTP 504).
+var errExecTimeout = errors.New("timed out")
+
+// agentConnected reports whether the guest agent has its channel open, as libvirt's live XML says.
+func agentConnected(dom *libvirt.Domain) bool {
+	x, err := dom.GetXMLDesc(0)
+	if err != nil {
+		return false
+	}
+	var d struct {
+		Channels []struct {
+			Target struct {
+				Name  string `xml:"name,attr"`
+				State string `xml:"state,attr"`
+			} `xml:"target"`
+		} `xml:"devices>channel"`
+	}
+	if xml.Unmarshal([]byte(x), &d) != nil {
+		return false
+	}
+	for _, c := range d.Channels {
+		if c.Target.Name == domainxml.GuestAgentChannel {
+			return c.Target.State == "connected"
+		}
+	}
+	return false
+}
+
+// agentDomain returns a new reference to the domain for a guest agent call (the caller frees it),
+// refused while no agent is connected.
+func (g *guest) agentDomain(ctx context.Context) (*libvirt.Domain, error) {
+	var dom *libvirt.Domain
+	if err := g.do(ctx, request{op: opAgent, agentDom: &dom}); err != nil {
+		return nil, err
+	}
+	return dom, nil
+}
+
+// rebootThroughAgent asks the guest agent to reboot the guest and returns once the request is under
+// way: libvirt waits for the guest's reset (up to a minute for a guest that does not reboot), so it
+// runs on its own goroutine, one at a time, joined when the loop ends. When the agent fails, the
+// ACPI button is pressed instead. An error: nothing was started (the caller presses the button).
+func (g *guest) rebootThroughAgent(ctx context.Context) error {
+	if !g.agentReboot.CompareAndSwap(false, true) {
+		return errRebootUnderway
+	}
+	var dom *libvirt.Domain
+	if err := g.do(ctx, request{op: opAgent, agentDom: &dom, reboot: true}); err != nil {
+		g.agentReboot.Store(false)
+		return err
+	}
+	g.agentReboots.Add(1)
+	go func() {
+		defer g.agentReboots.Done()
+		defer g.agentReboot.Store(false)
+		defer func() { _ = dom.Free() }()
+		err := dom.Reboot(libvirt.DOMAIN_REBOOT_GUEST_AGENT)
+		if err == nil {
+			return
+		}
+		g.cfg.Log.Warn("Reboot through the guest agent failed: pressing the ACPI button", "err", err)
+		if err := g.do(context.Background(), request{op: opReboot}); err != nil {
+			g.cfg.Log.Error("ACPI reboot", "err", err)
+		}
+	}()
+	return nil
+}
+
+// lendDomain is opAgent on the loop: a reference to the running domain, with libvirt's wait for
+// the agent bounded.
+func (g *guest) lendDomain(out **libvirt.Domain) error {
+	if !g.status.AgentConnected {
+		return errNoAgent
+	}
+	if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err != nil {
+		return fmt.Errorf("guest agent timeout: %w", err)
+	}
+	if err := g.dom.Ref(); err != nil {
+		return fmt.Errorf("domain reference: %w", err)
+	}
+	d := *g.dom
+	*out = &d
+	return nil
+}
+
+// agentCommand sends one QMP command to the guest agent and decodes its "return" into out.
+func agentCommand(dom *libvirt.Domain, execute string, args, out any) error {
+	cmd, err := json.Marshal(struct {
+		Execute   string `json:"execute"`
+		Arguments any    `json:"arguments,omitempty"`
+	}{execute, args})
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", execute, err)
+	}
+	reply, err := dom.QemuAgentCommand(string(cmd), libvirt.DomainQemuAgentCommandTimeout(agentTimeoutSeconds), 0)
+	if err != nil {
+		return agentError(execute, err)
+	}
+	var r struct {
+		Return json.RawMessage `json:"return"`
+	}
+	if err := json.Unmarshal([]byte(reply), &r); err != nil || r.Return == nil {
+		return fmt.Errorf("guest agent %s: malformed answer", execute)
+	}
+	if err := json.Unmarshal(r.Return, out); err != nil {
+		return fmt.Errorf("guest agent %s: malformed answer: %w", execute, err)
+	}
+	return nil
+}
+
+// agentError is a failed guest agent call as the guest's agent explained it (libvirt's wrapping
+// removed), a conflict: the guest refused.
+func agentError(what string, err error) error {
+	msg := err.Error()
+	var lerr libvirt.Error
+	if errors.As(err, &lerr) {
+		msg = lerr.Message
+		if _, why, ok := strings.Cut(msg, "error was '"); ok {
+			msg = strings.TrimSuffix(why, "'")
+		}
+	}
+	return conflict{fmt.Errorf("guest agent %s: %s", what, msg)}
+}
+
+// guestAgentInfo is what the guest agent reports, in KubeVirt's shape.
+func (g *guest) guestAgentInfo(ctx context.Context) (*virtv1.VirtualMachineInstanceGuestAgentInfo, error) {
+	dom, err := g.agentDomain(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = dom.Free() }()
+	var agent struct {
+		Version  string `json:"version"`
+		Commands []struct {
+			Name    string `json:"name"`
+			Enabled bool   `json:"enabled"`
+		} `json:"supported_commands"`
+	}
+	if err := agentCommand(dom, "guest-info", nil, &agent); err != nil {
+		return nil, err
+	}
+	if g.Status().Frozen {
+		// A frozen guest's agent answers little more than guest-info: what it said before the freeze.
+		info := g.lastAgentInfo()
+		info.GAVersion, info.FSFreezeStatus = bound(agent.Version), virtv1.FSFrozen
+		return info, nil
+	}
+	gi, err := dom.GetGuestInfo(libvirt.DOMAIN_GUEST_INFO_USERS|libvirt.DOMAIN_GUEST_INFO_OS|libvirt.DOMAIN_GUEST_INFO_TIMEZONE|
+		libvirt.DOMAIN_GUEST_INFO_HOSTNAME|libvirt.DOMAIN_GUEST_INFO_FILESYSTEM, 0)
+	if err != nil {
+		return nil, agentError("guest info", err)
+	}
+	info := &virtv1.VirtualMachineInstanceGuestAgentInfo{GAVersion: bound(agent.Version), Hostname: bound(gi.Hostname)}
+	for i, c := range agent.Commands {
+		if i == maxGuestItems {
+			break
+		}
+		info.SupportedCommands = append(info.SupportedCommands, virtv1.GuestAgentCommandInfo{Name: bound(c.Name), Enabled: c.Enabled})
+	}
+	if os := gi.OS; os != nil {
+		info.OS = virtv1.VirtualMachineInstanceGuestOSInfo{
+			Name: bound(os.Name), KernelRelease: bound(os.KernelRelease), Version: bound(os.Version), PrettyName: bound(os.PrettyName),
+			VersionID: bound(os.VersionID), KernelVersion: bound(os.KernelVersion), Machine: bound(os.Machine), ID: bound(os.ID),
+		}
+	}
+	if tz := gi.TimeZone; tz != nil {
+		info.Timezone = bound(tz.Name) + ", " + strconv.Itoa(tz.Offset)
+	}
+	for i, u := range gi.Users {
+		if i == maxGuestItems {
+			break
+		}
+		info.UserList = append(info.UserList, virtv1.VirtualMachineInstanceGuestOSUser{
+			UserName: bound(u.Name), Domain: bound(u.Domain), LoginTime: float64(u.LoginTime) / 1000,
+		})
+	}
+	info.FSInfo.Filesystems = fileSystems(gi.FileSystems)
+	g.mu.Lock()
+	g.agentInfo = info.DeepCopy()
+	g.mu.Unlock()
+	return info, nil
+}
+
+// lastAgentInfo is a copy of what the guest agent last reported (empty before it was asked).
+func (g *guest) lastAgentInfo() *virtv1.VirtualMachineInstanceGuestAgentInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.agentInfo == nil {
+		return &virtv1.VirtualMachineInstanceGuestAgentInfo{}
+	}
+	return g.agentInfo.DeepCopy()
+}
+
+// fileSystems are the guest's file systems in KubeVirt's shape (at most maxGuestItems).
+func fileSystems(in []libvirt.DomainGuestInfoFileSystem) []virtv1.VirtualMachineInstanceFileSystem {
+	out := []virtv1.VirtualMachineInstanceFileSystem{}
+	for i, fs := range in {
+		if i == maxGuestItems {
+			break
+		}
+		f := virtv1.VirtualMachineInstanceFileSystem{
+			DiskName: bound(fs.Name), MountPoint: bound(fs.MountPoint), FileSystemType: bound(fs.FSType),
+			UsedBytes: int(min(fs.UsedBytes, 1<<62)), TotalBytes: int(min(fs.TotalBytes, 1<<62)),
+		}
+		for j, d := range fs.Disks {
+			if j == maxGuestItems {
+				break
+			}
+			f.Disk = append(f.Disk, virtv1.VirtualMachineInstanceFileSystemDisk{Serial: bound(d.Serial), BusType: busOf(d.Device)})
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// busOf is a guest disk's bus, from its device name (vda: virtio, sda: scsi or sata).
+func busOf(device string) string {
+	switch {
+	case strings.HasPrefix(device, "/dev/vd"):
+		return "virtio"
+	case strings.HasPrefix(device, "/dev/sd"):
+		return "scsi"
+	}
+	return ""
+}
+
+// Bounds of what the guest agent may report: items of each list and bytes of each string.
+const (
+	maxGuestItems  = 256
+	maxGuestString = 1024
+)
+
+// bound cuts a string the guest sent to maxGuestString bytes.
+func bound(s string) string {
+	if len(s) > maxGuestString {
+		return s[:maxGuestString]
+	}
+	return s
+}
+
+// freeze freezes the guest's file systems; the loop thaws them after the timeout (opFrozen).
+func (g *guest) freeze(ctx context.Context, req launcherv1.FreezeRequest) error {
+	timeout := req.UnfreezeTimeoutSeconds
+	switch {
+	case timeout == 0:
+		timeout = launcherv1.DefaultUnfreezeTimeoutSeconds
+	case timeout < 0 || timeout > launcherv1.MaxUnfreezeTimeoutSeconds:
+		return fmt.Errorf("%w: unfreezeTimeoutSeconds: must be between 1 and %d, got %d", errBadRequest, launcherv1.MaxUnfreezeTimeoutSeconds, timeout)
+	}
+	dom, err := g.agentDomain(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = dom.Free() }()
+	if err := dom.FSFreeze(nil, 0); err != nil {
+		return agentError("freeze", err)
+	}
+	return g.do(context.WithoutCancel(ctx), request{op: opFrozen, grace: time.Duration(timeout) * time.Second})
+}
+
+// unfreeze thaws the guest's file systems.
+func (g *guest) unfreeze(ctx context.Context) error {
+	dom, err := g.agentDomain(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = dom.Free() }()
+	if err := dom.FSThaw(nil, 0); err != nil {
+		return agentError("thaw", err)
+	}
+	return g.do(context.WithoutCancel(ctx), request{op: opThawed})
+}
+
+// thawNow is the loop's thaw when a freeze's timeout passed.
+func (g *guest) thawNow() {
+	g.thaw = nil
+	g.frozen = false
+	if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err == nil {
+		err = g.dom.FSThaw(nil, 0)
+		if err != nil {
+			g.cfg.Log.Error("Thaw after the unfreeze timeout", "err", err)
+		}
+	}
+}
+
+// exec runs req's command in the guest and waits, polling the agent, until it exits or its timeout
+// passes (the command then runs on: the agent cannot stop it).
+func (g *guest) exec(ctx context.Context, req *subv1.ExecRequest) (*subv1.ExecResult, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	timeout := launcherv1.ExecTimeout(req)
+	dom, err := g.agentDomain(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = dom.Free() }()
+	args := map[string]any{"path": req.Command[0], "arg": req.Command[1:], "capture-output": true}
+	if len(req.Stdin) > 0 {
+		args["input-data"] = req.Stdin // encoding/json writes bytes as base64, as the agent wants them
+	}
+	var started struct {
+		PID int `json:"pid"`
+	}
+	if err := agentCommand(dom, "guest-exec", args, &started); err != nil {
+		return nil, err
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	wait := 20 * time.Millisecond
+	for {
+		var st struct {
+			Exited       bool   `json:"exited"`
+			ExitCode     int    `json:"exitcode"`
+			Signal       int    `json:"signal"`
+			Out          []byte `json:"out-data"`
+			Err          []byte `json:"err-data"`
+			OutTruncated bool   `json:"out-truncated"`
+			ErrTruncated bool   `json:"err-truncated"`
+		}
+		if err := agentCommand(dom, "guest-exec-status", map[string]int{"pid": started.PID}, &st); err != nil {
+			return nil, err
+		}
+		if st.Exited {
+			res := &subv1.ExecResult{ExitCode: st.ExitCode, Signal: st.Signal}
+			if st.Signal > 0 {
+				res.ExitCode = 128 + st.Signal
+			}
+			res.Stdout, res.StdoutTruncated = cut(st.Out, st.OutTruncated)
+			res.Stderr, res.StderrTruncated = cut(st.Err, st.ErrTruncated)
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline.C:
+			return nil, fmt.Errorf("%w: the command did not exit within %s; it still runs in the guest (pid %d)", errExecTimeout, timeout, started.PID)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// cut bounds an output stream to subv1.MaxExecOutputBytes.
+func cut(b []byte, truncated bool) ([]byte, bool) {
+	if len(b) > subv1.MaxExecOutputBytes {
+		return b[:subv1.MaxExecOutputBytes], true
+	}
+	return b, truncated
+}
