@@ -84,7 +84,7 @@ func (h *Handlers) unfreeze(w http.ResponseWriter, r *http.Request) {
 // as one of the caller's streams (it may run for up to an hour), and is logged with who asked.
 func (h *Handlers) exec(w http.ResponseWriter, r *http.Request) {
 	var req subv1.ExecRequest
-	err := readBodyUpTo(r, &req, maxExecBody)
+	err := readBodyUpTo(r, &req, subv1.MaxExecRequestBytes)
 	if err == nil {
 		if verr := req.Validate(); verr != nil {
 			err = apierrors.NewBadRequest(verr.Error())
@@ -116,9 +116,6 @@ func (h *Handlers) exec(w http.ResponseWriter, r *http.Request) {
 	res.Kind, res.APIVersion = "ExecResult", subv1.SchemeGroupVersion.String()
 	responsewriters.WriteRawJSON(http.StatusOK, &res, w)
 }
-
-// maxExecBody bounds an exec's body: its stdin (base64) and command line, with room for JSON.
-const maxExecBody = 2*subv1.MaxExecInputBytes + 2*subv1.MaxExecArgBytes + 16<<10
 
 // toAgent sends a call about the running instance named in r to its node agent (agentPath).
 func (h *Handlers) toAgent(r *http.Request, method, agentPath string, in, out any, timeout time.Duration) error {

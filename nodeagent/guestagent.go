@@ -19,15 +19,22 @@ import (
 // The guest agent's calls, virt-api's only: what the agent reports, freeze and unfreeze, exec. The
 // launcher talks to the guest agent through libvirt; here they are passed on.
 
-// maxAgentBody bounds the body of a freeze or exec call (an exec's stdin is base64 in it).
-const maxAgentBody = 2*subv1.MaxExecInputBytes + subv1.MaxExecArgBytes + 16<<10
+// maxAgentBody bounds the body of a freeze or exec call.
+const maxAgentBody = subv1.MaxExecRequestBytes
 
-// guestAgentInfo answers what the instance's guest agent reports.
+// guestAgentInfo answers what the instance's guest agent reports (a caller holds one of the
+// instance's MaxStreamsPerInstance places while it waits: the launcher fetches it at most every
+// few seconds for all callers).
 func (s *SubresourceServer) guestAgentInfo(w http.ResponseWriter, r *http.Request) {
 	pod, ok := s.running(w, r)
 	if !ok {
 		return
 	}
+	release, ok := s.holdPlace(w, r, pod)
+	if !ok {
+		return
+	}
+	defer release()
 	info, err := s.Dial(pod).GuestAgentInfo(r.Context())
 	if err != nil {
 		writeLauncherError(w, err)
@@ -96,10 +103,8 @@ func (s *SubresourceServer) exec(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	release, ok := s.perInstance.Acquire(string(pod.UID), MaxStreamsPerInstance)
+	release, ok := s.holdPlace(w, r, pod)
 	if !ok {
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("virtualmachineinstance %s/%s already has %d streams and commands running on this node, the limit",
-			pod.Namespace, r.PathValue("name"), MaxStreamsPerInstance))
 		return
 	}
 	defer release()
@@ -109,6 +114,16 @@ func (s *SubresourceServer) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// holdPlace takes one of the instance's MaxStreamsPerInstance places, or answers 429.
+func (s *SubresourceServer) holdPlace(w http.ResponseWriter, r *http.Request, pod *corev1.Pod) (func(), bool) {
+	release, ok := s.perInstance.Acquire(string(pod.UID), MaxStreamsPerInstance)
+	if !ok {
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("virtualmachineinstance %s/%s already has %d streams and guest agent calls open on this node, the limit",
+			pod.Namespace, r.PathValue("name"), MaxStreamsPerInstance))
+	}
+	return release, ok
 }
 
 // running finds the running instance's launcher Pod, or answers why not.

@@ -350,14 +350,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 			}
 		}
 	}
-	if st.AgentConnected && s.vmi.Status.GuestOSInfo.Name == "" {
-		// The guest agent has just connected: what it says of the guest's OS goes into the status once.
-		if info, err := s.launcher.GuestAgentInfo(ctx); err == nil {
-			s.obs.guestOS = &info.OS
-		} else {
-			ctrl.LoggerFrom(ctx).V(1).Info("The guest agent did not say what OS the guest runs", "err", err)
-		}
-	}
 	s.obs.live = &st
 	return nil
 }

@@ -45,8 +45,6 @@ type observation struct {
 	syncErr error
 	// disksPending: the launcher is still waiting for its disk containers' files.
 	disksPending bool
-	// guestOS is what the guest agent said of the guest's OS, when it was asked in this pass.
-	guestOS *virtv1.VirtualMachineInstanceGuestOSInfo
 	// accel is how guests of this Pod run (KVM or emulation).
 	accel accel.Decision
 	// now is the pass's time.
@@ -96,7 +94,7 @@ func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status, o obs
 	setReadyFromGuest(vmi, live.State, podReady(o.pod))
 	setPausedCondition(vmi, live)
 	setEmulationCondition(vmi, o.accel, live.Emulation)
-	setGuestAgent(vmi, live, o.guestOS)
+	setGuestAgent(vmi, live)
 	st.Interfaces = interfaceStatus(vmi, live.Interfaces, o.pod)
 }
 
@@ -106,7 +104,7 @@ const ReasonGuestAgentConnected = "GuestAgentConnected"
 
 // setGuestAgent follows the guest agent: the AgentConnected condition while it is connected (none
 // otherwise, as KubeVirt), the OS it reported, and whether the file systems are frozen.
-func setGuestAgent(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status, os *virtv1.VirtualMachineInstanceGuestOSInfo) {
+func setGuestAgent(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status) {
 	st := &vmi.Status
 	if live.AgentConnected {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -116,8 +114,8 @@ func setGuestAgent(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status, o
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, virtv1.VirtualMachineInstanceAgentConnected)
 	}
-	if os != nil {
-		st.GuestOSInfo = *os
+	if live.GuestOSInfo != nil {
+		st.GuestOSInfo = *live.GuestOSInfo
 	}
 	st.FSFreezeStatus = ""
 	if live.Frozen {

@@ -27,6 +27,7 @@ func (g *guest) reset() error {
 		if err := g.dom.Reset(0); err != nil {
 			return fmt.Errorf("reset: %w", err)
 		}
+		g.notFrozen() // a reset guest starts thawed
 		return nil
 	})
 }

@@ -72,9 +72,9 @@ type request struct {
 	// port is the guest port of opForward; local receives the loopback port that reaches it.
 	port  int
 	local *int
-	// agentDom receives opAgent's domain reference; reboot: only for a guest that may be rebooted.
+	// agentDom receives opAgent's domain reference, lent for agentFor.
 	agentDom **libvirt.Domain
-	reboot   bool
+	agentFor agentPurpose
 	reply    chan error
 }
 
@@ -89,12 +89,15 @@ type guest struct {
 
 	mu     sync.Mutex
 	status launcherv1.Status
-	// agentInfo is what the guest agent last reported (guestagent.go).
-	agentInfo *virtv1.VirtualMachineInstanceGuestAgentInfo
-	// agentReboot is set while a reboot through the guest agent runs (one at a time); agentReboots
-	// joins them when the loop ends.
-	agentReboot  atomic.Bool
-	agentReboots sync.WaitGroup
+	// agentInfo is what the guest agent last reported, at agentInfoAt (guestagent.go); agentFetch
+	// admits one fetch at a time.
+	agentInfo   *virtv1.VirtualMachineInstanceGuestAgentInfo
+	agentInfoAt time.Time
+	agentFetch  chan struct{}
+	// agentReboot is set while a reboot through the guest agent runs (one at a time); agentCalls
+	// joins the goroutines that call the agent for the loop (a reboot, a thaw, a fetch) when it ends.
+	agentReboot atomic.Bool
+	agentCalls  sync.WaitGroup
 	// lastHeard is when the node agent last sent a request (boottime.Now: the wall clock may step,
 	// and a suspended or frozen node's silence must count when it thaws).
 	lastHeard atomic.Int64
@@ -116,8 +119,10 @@ type guest struct {
 	terminated  bool // SIGTERM while the guest ran, without a stop request (see ReasonTerminated)
 	grace       *time.Timer
 	// frozen: the guest's file systems were frozen on request; thaw fires at the unfreeze timeout.
-	frozen  bool
-	thaw    *time.Timer
+	frozen bool
+	thaw   *time.Timer
+	// agentUp: the guest agent was connected at the last refresh.
+	agentUp bool
 	stopped *lifecycle
 	// watchdogOff: the guest's watchdog expired and its action is poweroff (qemu exits).
 	watchdogOff bool
@@ -141,7 +146,8 @@ type guest struct {
 }
 
 func newGuest(cfg *Config, hv *hypervisor) *guest {
-	g := &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{}), migrated: make(chan sent, 1), synced: make(chan struct{})}
+	g := &guest{cfg: cfg, hv: hv, reqs: make(chan request), done: make(chan struct{}), migrated: make(chan sent, 1), synced: make(chan struct{}),
+		agentFetch: make(chan struct{}, 1)}
 	g.kubelet = newKubeletCheck(cfg, g.agentSilent)
 	return g
 }
@@ -181,7 +187,7 @@ func (g *guest) do(ctx context.Context, r request) error {
 // loop runs until the guest, once started, is gone, and returns its final status. ctx ending starts a
 // graceful shutdown (or returns at once when no guest was ever started).
 func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
-	defer g.agentReboots.Wait() // after close(g.done): a reboot falling back to ACPI then fails at once
+	defer g.agentCalls.Wait() // after close(g.done): their requests to the loop then fail at once
 	defer close(g.done)
 	defer func() {
 		if g.migrating { // the domain is gone: its migration fails at once
@@ -232,7 +238,8 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 			}
 		case <-thawC:
 			g.cfg.Log.Info("Unfreeze timeout passed: thawing the guest's file systems")
-			g.thawNow()
+			g.thaw = nil
+			g.thawInBackground()
 		case <-arrivals:
 			g.adopt()
 		case res := <-g.migrated:
@@ -380,11 +387,7 @@ func (g *guest) handle(ctx context.Context, r request) error {
 	case opCancelMigration:
 		err = g.cancelMigration()
 	case opAgent:
-		if r.reboot {
-			err = g.press("rebooted", func() error { return g.lendDomain(r.agentDom) })
-		} else {
-			err = g.lendDomain(r.agentDom)
-		}
+		err = g.lendFor(r.agentFor, r.agentDom)
 	case opFrozen:
 		g.frozen = true
 		if g.thaw != nil {
@@ -392,11 +395,7 @@ func (g *guest) handle(ctx context.Context, r request) error {
 		}
 		g.thaw = time.NewTimer(r.grace)
 	case opThawed:
-		g.frozen = false
-		if g.thaw != nil {
-			g.thaw.Stop()
-			g.thaw = nil
-		}
+		g.notFrozen()
 	}
 	if err != nil {
 		return conflict{err}
@@ -444,7 +443,8 @@ func (g *guest) refresh() (final launcherv1.Status, gone bool) {
 		g.goneSince = time.Time{}
 		st.State = stateOf(state)
 		st.Reason, st.Message = launcherv1.ReasonStarted, g.memMessage
-		st.AgentConnected, st.Frozen = agentConnected(g.dom), g.frozen
+		g.followAgent(agentConnected(g.dom))
+		st.AgentConnected, st.Frozen, st.GuestOSInfo = g.agentUp, g.frozen, g.guestOS()
 		if st.State == launcherv1.DomainPaused && reason == int(libvirt.DOMAIN_PAUSED_SHUTTING_DOWN) && !g.shutdownReq {
 			// An ACPI reboot: libvirt stops the powered-off guest for a moment, resets and resumes it.
 			st.State = launcherv1.DomainRunning

@@ -62,32 +62,103 @@ func agentConnected(dom *libvirt.Domain) bool {
 	return false
 }
 
+// agentPurpose is what a lent domain is for: the checks it passes first.
+type agentPurpose int
+
+const (
+	forQuery  agentPurpose = iota // info, exec, unfreeze: any running guest
+	forFreeze                     // not while the guest migrates: the target would not know it is frozen
+	forReboot                     // as an ACPI reboot (press); the caller starts a goroutine of agentCalls
+)
+
 // agentDomain returns a new reference to the domain for a guest agent call (the caller frees it),
-// refused while no agent is connected.
-func (g *guest) agentDomain(ctx context.Context) (*libvirt.Domain, error) {
+// refused while no agent is connected. The loop answers at once; the caller's context does not cut
+// the exchange short, so a lent reference is never lost.
+func (g *guest) agentDomain(ctx context.Context, purpose agentPurpose) (*libvirt.Domain, error) {
 	var dom *libvirt.Domain
-	if err := g.do(ctx, request{op: opAgent, agentDom: &dom}); err != nil {
+	if err := g.do(context.WithoutCancel(ctx), request{op: opAgent, agentDom: &dom, agentFor: purpose}); err != nil {
 		return nil, err
 	}
 	return dom, nil
 }
 
+// lendFor is opAgent on the loop: a reference to the running domain for purpose, with libvirt's
+// wait for the agent bounded.
+func (g *guest) lendFor(purpose agentPurpose, out **libvirt.Domain) error {
+	lend := func() error {
+		if !g.agentUp {
+			return errNoAgent
+		}
+		if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err != nil {
+			return fmt.Errorf("guest agent timeout: %w", err)
+		}
+		if err := g.dom.Ref(); err != nil {
+			return fmt.Errorf("domain reference: %w", err)
+		}
+		d := *g.dom
+		*out = &d
+		return nil
+	}
+	switch purpose {
+	case forReboot:
+		err := g.press("rebooted", lend)
+		if err == nil {
+			g.agentCalls.Add(1)
+		}
+		return err
+	case forFreeze:
+		if g.migrating || g.target != nil {
+			return errors.New("the guest is migrating: its file systems cannot be frozen until the migration ends")
+		}
+	}
+	return lend()
+}
+
+// followAgent notes the agent's connection at a refresh: on connecting, what it says of the guest
+// is fetched in the background (the status carries the OS); on going away (the guest rebooted, or
+// its agent stopped) the guest no longer counts as frozen.
+func (g *guest) followAgent(up bool) {
+	was := g.agentUp
+	g.agentUp = up
+	switch {
+	case up && !was:
+		if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err != nil {
+			g.cfg.Log.Error("Guest agent timeout", "err", err)
+		}
+		if err := g.dom.Ref(); err != nil {
+			return
+		}
+		d := *g.dom
+		g.agentCalls.Add(1)
+		go func() {
+			defer g.agentCalls.Done()
+			defer func() { _ = d.Free() }()
+			ctx, cancel := context.WithTimeout(context.Background(), agentFetchTimeout)
+			defer cancel()
+			if _, err := g.fetchAgentInfo(ctx, &d); err != nil {
+				g.cfg.Log.Info("The guest agent connected but did not say what the guest runs", "err", err)
+			}
+		}()
+	case !up && was:
+		g.notFrozen()
+	}
+}
+
 // rebootThroughAgent asks the guest agent to reboot the guest and returns once the request is under
 // way: libvirt waits for the guest's reset (up to a minute for a guest that does not reboot), so it
-// runs on its own goroutine, one at a time, joined when the loop ends. When the agent fails, the
-// ACPI button is pressed instead. An error: nothing was started (the caller presses the button).
+// runs on its own goroutine of agentCalls, one at a time. When the agent fails, the ACPI button is
+// pressed instead. An error: nothing was started (the caller presses the button).
 func (g *guest) rebootThroughAgent(ctx context.Context) error {
 	if !g.agentReboot.CompareAndSwap(false, true) {
 		return errRebootUnderway
 	}
-	var dom *libvirt.Domain
-	if err := g.do(ctx, request{op: opAgent, agentDom: &dom, reboot: true}); err != nil {
+	dom, err := g.agentDomain(ctx, forReboot) // counted in agentCalls by the loop
+	if err != nil {
 		g.agentReboot.Store(false)
 		return err
 	}
-	g.agentReboots.Add(1)
 	go func() {
-		defer g.agentReboots.Done()
+		defer g.agentCalls.Done()
 		defer g.agentReboot.Store(false)
 		defer func() { _ = dom.Free() }()
 		err := dom.Reboot(libvirt.DOMAIN_REBOOT_GUEST_AGENT)
@@ -102,21 +173,13 @@ func (g *guest) rebootThroughAgent(ctx context.Context) error {
 	return nil
 }
 
-// lendDomain is opAgent on the loop: a reference to the running domain, with libvirt's wait for
-// the agent bounded.
-func (g *guest) lendDomain(out **libvirt.Domain) error {
-	if !g.status.AgentConnected {
-		return errNoAgent
+// notFrozen forgets a freeze: thawed on request, or by a reset or reboot.
+func (g *guest) notFrozen() {
+	g.frozen = false
+	if g.thaw != nil {
+		g.thaw.Stop()
+		g.thaw = nil
 	}
-	if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err != nil {
-		return fmt.Errorf("guest agent timeout: %w", err)
-	}
-	if err := g.dom.Ref(); err != nil {
-		return fmt.Errorf("domain reference: %w", err)
-	}
-	d := *g.dom
-	*out = &d
-	return nil
 }
 
 // agentCommand sends one QMP command to the guest agent and decodes its "return" into out.
@@ -145,26 +208,74 @@ func agentCommand(dom *libvirt.Domain, execute string, args, out any) error {
 }
 
 // agentError is a failed guest agent call as the guest's agent explained it (libvirt's wrapping
-// removed), a conflict: the guest refused.
+// removed, control characters dropped: the text comes from the guest): a conflict, the guest
+// refused; or errAgentUnavailable when the agent did not answer in time.
 func agentError(what string, err error) error {
 	msg := err.Error()
 	var lerr libvirt.Error
 	if errors.As(err, &lerr) {
+		switch lerr.Code {
+		case libvirt.ERR_AGENT_UNRESPONSIVE, libvirt.ERR_OPERATION_TIMEOUT, libvirt.ERR_AGENT_UNSYNCED:
+			return fmt.Errorf("%w: guest agent %s: the agent did not answer in time", errAgentUnavailable, what)
+		}
 		msg = lerr.Message
 		if _, why, ok := strings.Cut(msg, "error was '"); ok {
 			msg = strings.TrimSuffix(why, "'")
 		}
 	}
+	msg = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, bound(msg))
 	return conflict{fmt.Errorf("guest agent %s: %s", what, msg)}
 }
 
+// errAgentUnavailable marks a guest agent that did not answer (HTTP 503).
+var errAgentUnavailable = errors.New("guest agent unavailable")
+
+// Fetching what the agent reports: at most one fetch at a time per guest, answers younger than
+// agentInfoFresh served from the cache (so any number of readers cost the guest one fetch every few
+// seconds), each fetch bounded by agentFetchTimeout.
+const (
+	agentInfoFresh    = 2 * time.Second
+	agentFetchTimeout = time.Minute
+)
+
 // guestAgentInfo is what the guest agent reports, in KubeVirt's shape.
 func (g *guest) guestAgentInfo(ctx context.Context) (*virtv1.VirtualMachineInstanceGuestAgentInfo, error) {
-	dom, err := g.agentDomain(ctx)
-	if err != nil {
-		return nil, err
+	info := g.cachedAgentInfo(agentInfoFresh)
+	if info == nil {
+		dom, err := g.agentDomain(ctx, forQuery)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = dom.Free() }()
+		if info, err = g.fetchAgentInfo(ctx, dom); err != nil {
+			return nil, err
+		}
 	}
-	defer func() { _ = dom.Free() }()
+	info.FSFreezeStatus = ""
+	if g.Status().Frozen {
+		info.FSFreezeStatus = virtv1.FSFrozen
+	}
+	return info, nil
+}
+
+// fetchAgentInfo asks the agent (one fetch at a time: a caller that waited for another's gets its
+// answer) and caches the answer. A frozen guest's agent answers little more than guest-info: the
+// rest is what it said before the freeze.
+func (g *guest) fetchAgentInfo(ctx context.Context, dom *libvirt.Domain) (*virtv1.VirtualMachineInstanceGuestAgentInfo, error) {
+	select {
+	case g.agentFetch <- struct{}{}:
+		defer func() { <-g.agentFetch }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if info := g.cachedAgentInfo(agentInfoFresh); info != nil {
+		return info, nil
+	}
 	var agent struct {
 		Version  string `json:"version"`
 		Commands []struct {
@@ -175,24 +286,33 @@ func (g *guest) guestAgentInfo(ctx context.Context) (*virtv1.VirtualMachineInsta
 	if err := agentCommand(dom, "guest-info", nil, &agent); err != nil {
 		return nil, err
 	}
-	if g.Status().Frozen {
-		// A frozen guest's agent answers little more than guest-info: what it said before the freeze.
-		info := g.lastAgentInfo()
-		info.GAVersion, info.FSFreezeStatus = bound(agent.Version), virtv1.FSFrozen
-		return info, nil
-	}
-	gi, err := dom.GetGuestInfo(libvirt.DOMAIN_GUEST_INFO_USERS|libvirt.DOMAIN_GUEST_INFO_OS|libvirt.DOMAIN_GUEST_INFO_TIMEZONE|
-		libvirt.DOMAIN_GUEST_INFO_HOSTNAME|libvirt.DOMAIN_GUEST_INFO_FILESYSTEM, 0)
-	if err != nil {
-		return nil, agentError("guest info", err)
-	}
-	info := &virtv1.VirtualMachineInstanceGuestAgentInfo{GAVersion: bound(agent.Version), Hostname: bound(gi.Hostname)}
+	info := g.cachedAgentInfo(-1)
+	info.GAVersion, info.SupportedCommands = bound(agent.Version), nil
 	for i, c := range agent.Commands {
 		if i == maxGuestItems {
 			break
 		}
 		info.SupportedCommands = append(info.SupportedCommands, virtv1.GuestAgentCommandInfo{Name: bound(c.Name), Enabled: c.Enabled})
 	}
+	if g.Status().Frozen {
+		return info, nil // not cached: the rest is the earlier answer's
+	}
+	gi, err := dom.GetGuestInfo(libvirt.DOMAIN_GUEST_INFO_USERS|libvirt.DOMAIN_GUEST_INFO_OS|libvirt.DOMAIN_GUEST_INFO_TIMEZONE|
+		libvirt.DOMAIN_GUEST_INFO_HOSTNAME|libvirt.DOMAIN_GUEST_INFO_FILESYSTEM, 0)
+	if err != nil {
+		return nil, agentError("guest info", err)
+	}
+	fillGuestInfo(info, gi)
+	g.mu.Lock()
+	g.agentInfo, g.agentInfoAt = info.DeepCopy(), time.Now()
+	g.mu.Unlock()
+	return info, nil
+}
+
+// fillGuestInfo copies libvirt's guest info into info, bounded.
+func fillGuestInfo(info *virtv1.VirtualMachineInstanceGuestAgentInfo, gi *libvirt.DomainGuestInfo) {
+	info.Hostname, info.Timezone, info.UserList = bound(gi.Hostname), "", nil
+	info.OS = virtv1.VirtualMachineInstanceGuestOSInfo{}
 	if os := gi.OS; os != nil {
 		info.OS = virtv1.VirtualMachineInstanceGuestOSInfo{
 			Name: bound(os.Name), KernelRelease: bound(os.KernelRelease), Version: bound(os.Version), PrettyName: bound(os.PrettyName),
@@ -211,20 +331,31 @@ func (g *guest) guestAgentInfo(ctx context.Context) (*virtv1.VirtualMachineInsta
 		})
 	}
 	info.FSInfo.Filesystems = fileSystems(gi.FileSystems)
-	g.mu.Lock()
-	g.agentInfo = info.DeepCopy()
-	g.mu.Unlock()
-	return info, nil
 }
 
-// lastAgentInfo is a copy of what the guest agent last reported (empty before it was asked).
-func (g *guest) lastAgentInfo() *virtv1.VirtualMachineInstanceGuestAgentInfo {
+// cachedAgentInfo is a copy of the agent's last answer when it is younger than fresh (negative:
+// any age; nil when there is none, or only an older one; an empty one for any age).
+func (g *guest) cachedAgentInfo(fresh time.Duration) *virtv1.VirtualMachineInstanceGuestAgentInfo {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.agentInfo == nil {
+	switch {
+	case g.agentInfo != nil && (fresh < 0 || time.Since(g.agentInfoAt) < fresh):
+		return g.agentInfo.DeepCopy()
+	case fresh < 0:
 		return &virtv1.VirtualMachineInstanceGuestAgentInfo{}
 	}
-	return g.agentInfo.DeepCopy()
+	return nil
+}
+
+// guestOS is what the agent last said of the guest's OS (nil before it said anything).
+func (g *guest) guestOS() *virtv1.VirtualMachineInstanceGuestOSInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.agentInfo == nil || g.agentInfo.OS == (virtv1.VirtualMachineInstanceGuestOSInfo{}) {
+		return nil
+	}
+	os := g.agentInfo.OS
+	return &os
 }
 
 // fileSystems are the guest's file systems in KubeVirt's shape (at most maxGuestItems).
@@ -283,7 +414,7 @@ func (g *guest) freeze(ctx context.Context, req launcherv1.FreezeRequest) error 
 	case timeout < 0 || timeout > launcherv1.MaxUnfreezeTimeoutSeconds:
 		return fmt.Errorf("%w: unfreezeTimeoutSeconds: must be between 1 and %d, got %d", errBadRequest, launcherv1.MaxUnfreezeTimeoutSeconds, timeout)
 	}
-	dom, err := g.agentDomain(ctx)
+	dom, err := g.agentDomain(ctx, forFreeze)
 	if err != nil {
 		return err
 	}
@@ -296,7 +427,7 @@ func (g *guest) freeze(ctx context.Context, req launcherv1.FreezeRequest) error 
 
 // unfreeze thaws the guest's file systems.
 func (g *guest) unfreeze(ctx context.Context) error {
-	dom, err := g.agentDomain(ctx)
+	dom, err := g.agentDomain(ctx, forQuery)
 	if err != nil {
 		return err
 	}
@@ -307,17 +438,33 @@ func (g *guest) unfreeze(ctx context.Context) error {
 	return g.do(context.WithoutCancel(ctx), request{op: opThawed})
 }
 
-// thawNow is the loop's thaw when a freeze's timeout passed.
-func (g *guest) thawNow() {
-	g.thaw = nil
-	g.frozen = false
-	if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err == nil {
-		err = g.dom.FSThaw(nil, 0)
-		if err != nil {
-			g.cfg.Log.Error("Thaw after the unfreeze timeout", "err", err)
-		}
+// thawInBackground is the loop's thaw once a freeze's timeout passed, on a goroutine of agentCalls:
+// the guest is frozen until the agent says it thawed (tried again every thawRetry until then).
+func (g *guest) thawInBackground() {
+	if err := g.dom.Ref(); err != nil {
+		g.thaw = time.NewTimer(thawRetry)
+		return
 	}
+	d := *g.dom
+	g.agentCalls.Add(1)
+	go func() {
+		defer g.agentCalls.Done()
+		defer func() { _ = d.Free() }()
+		err := d.AgentSetResponseTimeout(agentTimeoutSeconds, 0)
+		if err == nil {
+			err = d.FSThaw(nil, 0)
+		}
+		next := request{op: opThawed}
+		if err != nil {
+			g.cfg.Log.Error("Thaw after the unfreeze timeout failed: trying again", "err", err, "in", thawRetry)
+			next = request{op: opFrozen, grace: thawRetry}
+		}
+		_ = g.do(context.Background(), next) // fails at once once the loop has ended
+	}()
 }
+
+// thawRetry is how soon a failed thaw is tried again.
+const thawRetry = 30 * time.Second
 
 // exec runs req's command in the guest and waits, polling the agent, until it exits or its timeout
 // passes (the command then runs on: the agent cannot stop it).
@@ -326,7 +473,7 @@ func (g *guest) exec(ctx context.Context, req *subv1.ExecRequest) (*subv1.ExecRe
 		return nil, fmt.Errorf("%w: %w", errBadRequest, err)
 	}
 	timeout := launcherv1.ExecTimeout(req)
-	dom, err := g.agentDomain(ctx)
+	dom, err := g.agentDomain(ctx, forQuery)
 	if err != nil {
 		return nil, err
 	}

@@ -212,6 +212,8 @@ func writeError(w http.ResponseWriter, err error) {
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, errNoAgent):
 		code = http.StatusConflict
+	case errors.Is(err, errAgentUnavailable):
+		code = http.StatusServiceUnavailable
 	case errors.Is(err, errExecTimeout):
 		code = http.StatusGatewayTimeout
 	}

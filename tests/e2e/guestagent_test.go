@@ -106,14 +106,15 @@ func freezeBlocksWrites(t *testing.T, f *framework.Framework) {
 	if out, code := virtctl(t, f, "", "exec", "ga", "--", "sh", "-c", "mke2fs -q /dev/vda && mkdir -p /mnt/s && mount /dev/vda /mnt/s"); code != 0 {
 		t.Fatalf("mount the scratch disk: exit %d, output:\n%s", code, out)
 	}
-	var fs virtv1.VirtualMachineInstanceFileSystemList
-	out, code := virtctl(t, f, "", "fslist", "ga")
-	if code != 0 || json.Unmarshal([]byte(out), &fs) != nil ||
-		!slices.ContainsFunc(fs.Items, func(i virtv1.VirtualMachineInstanceFileSystem) bool {
-			return i.MountPoint == "/mnt/s" && i.TotalBytes > 0
-		}) {
-		t.Fatalf("fslist: exit %d, want /mnt/s with its size; output:\n%s", code, out)
-	}
+	// What the agent reports is cached for a few seconds: the new mount shows up at a later fetch.
+	f.Eventually("fslist shows the mounted scratch disk with its size", time.Minute, func(context.Context) (bool, error) {
+		var fs virtv1.VirtualMachineInstanceFileSystemList
+		out, code := virtctl(t, f, "", "fslist", "ga")
+		return code == 0 && json.Unmarshal([]byte(out), &fs) == nil &&
+			slices.ContainsFunc(fs.Items, func(i virtv1.VirtualMachineInstanceFileSystem) bool {
+				return i.MountPoint == "/mnt/s" && i.TotalBytes > 0
+			}), nil
+	})
 
 	if out, code := virtctl(t, f, "", "freeze", "ga", "--unfreeze-timeout", "5m"); code != 0 {
 		t.Fatalf("freeze: exit %d, output:\n%s", code, out)
@@ -130,7 +131,7 @@ func freezeBlocksWrites(t *testing.T, f *framework.Framework) {
 	// The write runs in the background; two seconds later (the guest's own wait) it has not returned.
 	// The words are split so that the echoed command line does not match.
 	const write = "(echo data > /mnt/s/file; sync; touch /tmp/synced) & sleep 2; [ -e /tmp/synced ] && echo SYN''CED || echo BLO''CKED\n"
-	out, code = virtctl(t, f, write, "console", "ga", "--expect", "SYNCED|BLOCKED", "--timeout", "1")
+	out, code := virtctl(t, f, write, "console", "ga", "--expect", "SYNCED|BLOCKED", "--timeout", "1")
 	if code != 0 || !strings.Contains(out, "BLOCKED") {
 		t.Fatalf("a write to the frozen file system: exit %d, want it blocked; output:\n%s", code, tail(out, 10))
 	}

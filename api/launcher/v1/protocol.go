@@ -4,6 +4,7 @@ import (
 	"time"
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
 // Command protocol, version 1: HTTP/1.1 over the unix socket CommandSocket, JSON bodies.
@@ -238,6 +239,8 @@ type Status struct {
 	AgentConnected bool `json:"agentConnected,omitempty"`
 	// Frozen: the guest's file systems were frozen on request and not thawed since.
 	Frozen bool `json:"frozen,omitempty"`
+	// GuestOSInfo is what the guest agent last said of the guest's OS (nil before it said anything).
+	GuestOSInfo *virtv1.VirtualMachineInstanceGuestOSInfo `json:"guestOSInfo,omitempty"`
 	// Migration is the guest's live migration from or to this launcher, if any.
 	Migration *MigrationStatus `json:"migration,omitempty"`
 	// NodeCheck is the Digest of where the launcher asks for its kubelet's lease; "" while it

@@ -3,6 +3,7 @@ package v1
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Validate checks an exec request against the contract's bounds; the error names the field.
@@ -21,6 +22,9 @@ func (r *ExecRequest) Validate() error {
 	for i, a := range r.Command {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("command[%d]: contains a NUL byte", i)
+		}
+		if !utf8.ValidString(a) {
+			return fmt.Errorf("command[%d]: is not valid UTF-8 (the guest agent takes JSON strings)", i)
 		}
 		total += len(a)
 	}

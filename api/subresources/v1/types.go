@@ -144,4 +144,7 @@ const (
 	// MaxExecArgs and MaxExecArgBytes bound the command line.
 	MaxExecArgs     = 256
 	MaxExecArgBytes = 16 << 10
+	// MaxExecRequestBytes bounds an ExecRequest's JSON on every hop: any valid request fits (each
+	// argument byte escaped as \u00XX, stdin in base64, room for the rest).
+	MaxExecRequestBytes = 6*MaxExecArgBytes + (MaxExecInputBytes+2)/3*4 + 16<<10
 )
