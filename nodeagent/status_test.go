@@ -344,3 +344,25 @@ func TestStatusEvents(t *testing.T) {
 	assert.Contains(t, es[0].Note, "qemu exited unexpectedly")
 	assert.Equal(t, []string{EventStopped}, reasons(statusEvents(&running, &succeeded)))
 }
+
+// The guest agent's state follows the launcher: AgentConnected while it is connected (no condition
+// otherwise, as KubeVirt), the OS it last reported (kept when it goes away), frozen while frozen.
+func TestGuestAgentStatus(t *testing.T) {
+	os := &virtv1.VirtualMachineInstanceGuestOSInfo{ID: "podvirt", Name: "Podvirt demo guest"}
+	vmi := vmiIn(virtv1.Running, "")
+	setGuestAgent(vmi, launcherv1.Status{State: launcherv1.DomainRunning})
+	assert.Nil(t, meta.FindStatusCondition(vmi.Status.Conditions, virtv1.VirtualMachineInstanceAgentConnected), "no agent: no condition")
+	assert.Empty(t, vmi.Status.GuestOSInfo.ID)
+
+	setGuestAgent(vmi, launcherv1.Status{State: launcherv1.DomainRunning, AgentConnected: true, GuestOSInfo: os, Frozen: true})
+	c := cond(t, vmi, virtv1.VirtualMachineInstanceAgentConnected)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.Equal(t, *os, vmi.Status.GuestOSInfo)
+	assert.Equal(t, virtv1.FSFrozen, vmi.Status.FSFreezeStatus)
+
+	setGuestAgent(vmi, launcherv1.Status{State: launcherv1.DomainRunning})
+	assert.Nil(t, meta.FindStatusCondition(vmi.Status.Conditions, virtv1.VirtualMachineInstanceAgentConnected), "the agent went away")
+	assert.Equal(t, "podvirt", vmi.Status.GuestOSInfo.ID, "what it said stays")
+	assert.Empty(t, vmi.Status.FSFreezeStatus)
+}
