@@ -197,6 +197,16 @@ func (a *dashboardActions) close() {
 	a.stop, a.vnc, a.closed = nil, nil, true
 }
 
+// Exec runs line with sh -c in the guest of ns/name.
+func (a *dashboardActions) Exec(ctx context.Context, ns, name, line string) (dashboard.ExecOutcome, error) {
+	res, err := a.in(ns).exec(ctx, name, &subv1.ExecRequest{Command: []string{"sh", "-c", line}, TimeoutSeconds: int64(dashboard.ExecTimeout / time.Second)})
+	if err != nil {
+		return dashboard.ExecOutcome{}, err
+	}
+	return dashboard.ExecOutcome{Output: string(res.Stdout) + string(res.Stderr), ExitCode: res.ExitCode,
+		Truncated: res.StdoutTruncated || res.StderrTruncated}, nil
+}
+
 // Console runs this binary's console command with the same kubeconfig flags.
 func (a *dashboardActions) Console(ns, name string) *exec.Cmd {
 	return exec.Command(a.self, append(append([]string{"console", name}, a.flagArgs...), "-n", ns)...)

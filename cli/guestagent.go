@@ -223,22 +223,11 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	raw, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout+2*launcherv1.ExecGrace)
 	defer cancel()
-	reply, err := body(c.rest.Post().AbsPath(c.subresourcePath(resourceVMI, o.Name, subv1.Exec)).Body(raw).Do(ctx))
+	res, err := c.exec(ctx, o.Name, &req)
 	if err != nil {
-		if isServerTimeout(err) {
-			return timeout(fmt.Errorf("exec in VirtualMachineInstance %s: %w", o.Name, err))
-		}
-		return fmt.Errorf("exec in VirtualMachineInstance %s: %w", o.Name, err)
-	}
-	var res subv1.ExecResult
-	if err := json.NewDecoder(bytes.NewReader(reply)).Decode(&res); err != nil {
-		return fmt.Errorf("exec in VirtualMachineInstance %s: malformed answer: %w", o.Name, err)
+		return err
 	}
 	if _, err := o.Out.Write(res.Stdout); err != nil {
 		return err
@@ -257,6 +246,27 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 		return &exitError{code: code, err: fmt.Errorf("command terminated with exit code %d", res.ExitCode)}
 	}
 	return nil
+}
+
+// exec runs req in the guest of the instance name (the wait for the answer bounded by ctx); a
+// command that did not exit in time is a timeout (exit code 124).
+func (c *clients) exec(ctx context.Context, name string, req *subv1.ExecRequest) (*subv1.ExecResult, error) {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := body(c.rest.Post().AbsPath(c.subresourcePath(resourceVMI, name, subv1.Exec)).Body(raw).Do(ctx))
+	if err != nil {
+		if isServerTimeout(err) {
+			return nil, timeout(fmt.Errorf("exec in VirtualMachineInstance %s: %w", name, err))
+		}
+		return nil, fmt.Errorf("exec in VirtualMachineInstance %s: %w", name, err)
+	}
+	var res subv1.ExecResult
+	if err := json.NewDecoder(bytes.NewReader(reply)).Decode(&res); err != nil {
+		return nil, fmt.Errorf("exec in VirtualMachineInstance %s: malformed answer: %w", name, err)
+	}
+	return &res, nil
 }
 
 // body is a call's answer, or its error as the server's Status says it (Raw alone gives a generic

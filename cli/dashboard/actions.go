@@ -41,6 +41,8 @@ type Actions interface {
 	// Console is the command that attaches the terminal to the instance's console until its
 	// escape key.
 	Console(namespace, name string) *exec.Cmd
+	// Exec runs line with sh -c in the instance's guest through its guest agent.
+	Exec(ctx context.Context, namespace, name, line string) (ExecOutcome, error)
 }
 
 // actionDoneMsg ends an action; err is shown in the status line.
@@ -86,6 +88,9 @@ func (m Model) action(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	if key.Matches(msg, keys.Console) {
 		return m.console(row)
+	}
+	if key.Matches(msg, keys.Exec) {
+		return m.execPrompt(row)
 	}
 	act, problem := actionFor(msg, row)
 	switch {

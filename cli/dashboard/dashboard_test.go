@@ -63,6 +63,13 @@ func (f *fakeActions) Calls() []string {
 
 func (f *fakeActions) Console(string, string) *exec.Cmd { return exec.Command("true") }
 
+func (f *fakeActions) Exec(_ context.Context, ns, name, line string) (ExecOutcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "exec "+ns+"/"+name+" "+line)
+	return ExecOutcome{Output: "first line\n\x1b[2Jsecond line\n", ExitCode: 3}, nil
+}
+
 // fakeWatcher records what the model asks to watch.
 type fakeWatcher struct {
 	mu    sync.Mutex
@@ -515,4 +522,31 @@ func TestFollowEnds(t *testing.T) {
 	m = press(started(), ":", "n", "s", " ", "x")
 	m, _ = m.Update(keyMsg("enter"))
 	assert.False(t, m.(Model).busy(), ":ns ends the follow")
+}
+
+// x asks for a command, runs it in the selected guest and shows its output (the guest's control
+// characters dropped) with its exit code until any key; a stopped VM has no guest to run it in.
+func TestExecInTheSelectedGuest(t *testing.T) {
+	actions := &fakeActions{}
+	m := tea.Model(New("demo", actions, &fakeWatcher{}, clock, true))
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 100, Height: 20})
+	m, _ = m.Update(sample())
+	m = press(m, "G", "x") // web, the last by name, runs
+	require.Equal(t, modeExec, m.(Model).mode, m.(Model).status)
+	m = press(m, "u", "n", "a", "m", "e", "space", "-", "a")
+	assert.Contains(t, m.View().Content, "web$ uname -a")
+	m, cmd := m.Update(keyMsg("enter"))
+	require.NotNil(t, cmd)
+	m = run(t, m, cmd)
+	assert.Equal(t, []string{"exec demo/web uname -a"}, actions.Calls())
+	screen := m.View().Content
+	assert.Contains(t, screen, "first line\n[2Jsecond line")
+	assert.Contains(t, screen, "exec in web: uname -a: exit code 3")
+	assert.False(t, m.(Model).busy())
+	m = press(m, "j")
+	assert.Equal(t, modeList, m.(Model).mode, "any key goes back")
+
+	m = press(m, "k", "x") // db is stopped
+	assert.Contains(t, m.View().Content, "db is not running: start it first")
+	assert.Equal(t, modeList, m.(Model).mode)
 }

@@ -12,7 +12,7 @@ type keyMap struct {
 	Up, Down, Top, Bottom, Detail, Back, Quit, Help, Filter, Command key.Binding
 	SortName, SortStatus, SortNode, SortAge                          key.Binding
 	StartStop, ForceStop, Restart, Pause, Migrate, Delete            key.Binding
-	Console, VNC                                                     key.Binding
+	Console, VNC, Exec                                               key.Binding
 }
 
 var keys = keyMap{
@@ -38,6 +38,7 @@ var keys = keyMap{
 	Delete:     key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "delete")),
 	Console:    key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "console")),
 	VNC:        key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "VNC proxy")),
+	Exec:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "exec a command")),
 }
 
 // ShortHelp is the help bar: the keys of the list.
@@ -47,7 +48,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 
 // detailHelp is the help bar of the detail view: its actions.
 func (k keyMap) detailHelp() []key.Binding {
-	return []key.Binding{k.Back, k.StartStop, k.Restart, k.Pause, k.Console, k.VNC, k.Migrate, k.Delete, k.Help}
+	return []key.Binding{k.Back, k.StartStop, k.Restart, k.Pause, k.Console, k.Exec, k.VNC, k.Migrate, k.Delete, k.Help}
 }
 
 // notesHelp follows the keys in the help view: the `:` commands and what the keys do not say.
@@ -61,7 +62,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.Detail, k.Back, k.Quit, k.Help},
 		{k.Filter, k.Command, k.SortName, k.SortStatus, k.SortNode, k.SortAge},
-		{k.StartStop, k.ForceStop, k.Restart, k.Pause, k.Migrate, k.Delete, k.Console, k.VNC},
+		{k.StartStop, k.ForceStop, k.Restart, k.Pause, k.Migrate, k.Delete, k.Console, k.Exec, k.VNC},
 	}
 }
 

@@ -33,6 +33,8 @@ const (
 	modeConfirm
 	modeFilter
 	modeCommand
+	modeExec   // the prompt of a command to run in a guest (exec.go)
+	modeOutput // a command's output, until any key
 )
 
 // Model is the dashboard's state.
@@ -61,6 +63,9 @@ type Model struct {
 	mode     mode
 	previous mode // the mode a confirmation, the help or a command returns to
 	command  string
+	execRow  Row      // the guest a command is asked for (modeExec)
+	execLine string   // the command being typed
+	output   []string // the last command's output (modeOutput)
 	confirm  pendingAction
 	status   string
 	inFlight int        // actions running
@@ -139,6 +144,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.connErr, m.denied = msg.Err, msg.Denied
 	case actionDoneMsg:
 		return m.actionDone(msg)
+	case execDoneMsg:
+		return m.execDone(msg)
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	}
@@ -166,7 +173,9 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.commandKey(msg)
 	case modeConfirm:
 		return m.confirmKey(msg)
-	case modeHelp:
+	case modeExec:
+		return m.execKey(msg)
+	case modeHelp, modeOutput:
 		m.mode = m.previous
 		return m, nil
 	}

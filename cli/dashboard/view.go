@@ -44,13 +44,15 @@ func (m Model) View() tea.View {
 	header, footer := m.header(), m.footer()
 	room := max(3, m.height-strings.Count(header, "\n")-strings.Count(footer, "\n")-2)
 	shown := m.mode
-	if shown == modeConfirm || shown == modeCommand {
+	if shown == modeConfirm || shown == modeCommand || shown == modeExec {
 		shown = m.previous
 	}
 	var body string
 	switch shown {
 	case modeHelp:
 		body = m.helpView()
+	case modeOutput:
+		body = m.outputView(room)
 	case modeDetail:
 		body = m.detailView(room)
 	default:
@@ -87,6 +89,10 @@ func (m Model) footer() string {
 		return "/" + m.filter + "▏ (enter: keep, esc: clear)"
 	case modeCommand:
 		return ":" + m.command + "▏ (" + commandsUsage + "; enter: run, esc: cancel)"
+	case modeExec:
+		return m.execRow.Name + "$ " + m.execLine + "▏ (sh -c in the guest, through its agent; enter: run, esc: cancel)"
+	case modeOutput:
+		return m.status + "\n(any key: back)"
 	}
 	line := ""
 	if m.status != "" {

@@ -84,7 +84,7 @@ func (g *guest) prepare(ctx context.Context, vmi *virtv1.VirtualMachineInstance,
 	if err := preparePersistentState(g.cfg, &vmi.Spec, plan.Domain.UUID); err != nil {
 		return nil, err
 	}
-	for _, s := range []string{launcherv1.SerialSocket, launcherv1.VNCSocket} {
+	for _, s := range []string{launcherv1.SerialSocket, launcherv1.VNCSocket, launcherv1.GuestAgentSocket} {
 		if err := os.Remove(filepath.Join(g.cfg.PrivateDir, s)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("remove stale %s: %w", s, err)
 		}

@@ -30,6 +30,9 @@ const (
 	CommandSocket = "launcher.sock"
 	// SerialSocket is the guest's serial console (one reader at a time), relative to PrivateDir.
 	SerialSocket = "serial0.sock"
+	// GuestAgentSocket is the host side of the guest agent's channel, relative to PrivateDir: libvirt's
+	// own (it is the only one talking to the agent), kept here for a short path.
+	GuestAgentSocket = "ga.sock"
 	// VNCSocket is the guest's VNC display, relative to PrivateDir.
 	VNCSocket = "vnc.sock"
 	// SerialLog is the file the guest's serial output is also written to, relative to PrivateDir.

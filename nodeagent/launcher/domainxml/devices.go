@@ -1,10 +1,12 @@
 package domainxml
 
 import (
+	"path/filepath"
 	"strconv"
 
 	"libvirt.org/go/libvirtxml"
 
+	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
@@ -12,17 +14,18 @@ import (
 const rngSource = "/dev/urandom"
 
 // GuestAgentChannel is the name of the virtio-serial port the qemu guest agent listens on in the
-// guest. Every domain has it; libvirt owns the host side (a socket in its own directory) and is the
-// only one talking to the agent.
+// guest. Every domain has it; libvirt owns the host side (launcherv1.GuestAgentSocket: libvirt's
+// default path, under its root, can pass the 107 bytes a socket path may have) and is the only one
+// talking to the agent.
 const GuestAgentChannel = "org.qemu.guest_agent.0"
 
 // addDevices adds the guest agent's channel and the optional devices a spec asks for: virtio-rng, a
 // watchdog, input devices, a TPM and the memory balloon (none unless autoattachMemBalloon: it costs
 // memory and nothing here uses it).
-func addDevices(dom *libvirtxml.Domain, d *virtv1.Devices) {
+func addDevices(dom *libvirtxml.Domain, d *virtv1.Devices, privateDir string) {
 	devs := dom.Devices
 	devs.Channels = []libvirtxml.DomainChannel{{
-		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
+		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind", Path: filepath.Join(privateDir, launcherv1.GuestAgentSocket)}},
 		Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: GuestAgentChannel}},
 	}}
 	if d.Rng != nil {

@@ -202,7 +202,7 @@ func Build(vmi *virtv1.VirtualMachineInstance, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	addConsoleAndGraphics(dom, &spec.Devices, in.PrivateDir)
-	addDevices(dom, &spec.Devices)
+	addDevices(dom, &spec.Devices, in.PrivateDir)
 	setClock(dom, spec.Clock)
 	md, err := xml.Marshal(metadata{
 		Namespace: vmi.Namespace, Name: vmi.Name, UID: string(vmi.UID), Ports: plan.Ports,
