@@ -103,6 +103,11 @@ func TestLiveMigration(t *testing.T) {
 	term.waitFor("the moved guest's prompt", "podvirt-demo#", time.Minute, "Enter")
 	term.keys("echo moved-$((6*7))", "Enter")
 	term.waitFor("a command on the moved guest", "moved-42", time.Minute)
+	// The guest agent answers on the target too (its channel moved with the guest).
+	f.Eventually("virtctl exec on the moved guest", time.Minute, func(context.Context) (bool, error) {
+		out, code := virtctl(t, f, "", "exec", "mover", "--", "echo", "agent-moved")
+		return code == 0 && out == "agent-moved\n", fmt.Errorf("exit %d: %s", code, out)
+	})
 
 	migrations := &virtv1.VirtualMachineInstanceMigrationList{}
 	if err := f.Client.List(f.Context(), migrations, client.InNamespace(f.Namespace)); err != nil {
