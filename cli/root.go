@@ -70,9 +70,11 @@ func NewCommand(name string, streams genericiooptions.IOStreams) *cobra.Command 
 		newSoftRebootCommand, newResetCommand, newMigrateCommand, newMigrateCancelCommand, newConsoleCommand, newVNCCommand, newPortForwardCommand,
 		newLogsCommand, newExposeCommand, newCreateCommand, newSSHCommand, newSCPCommand, newDashboardCommand, newVersionCommand,
 		newGuestOSInfoCommand, newUserListCommand, newFSListCommand, newFreezeCommand, newUnfreezeCommand, newExecCommand,
+		newExpandCommand,
 	} {
 		root.AddCommand(newCmd(kube, streams))
 	}
+	root.AddCommand(newUnavailableCommands(kube, streams)...)
 	if name != "virtctl" {
 		renameExamples(root, name)
 	}

@@ -7,6 +7,7 @@
 package instancetype
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	itv1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -250,4 +252,36 @@ func Describe(vm *virtv1.VirtualMachine) string {
 		return "preference " + pref.Name
 	}
 	return ""
+}
+
+// ExpandVM is vm as KubeVirt's expand-spec answers it: its template with the instancetype and
+// preference it names (Live: pinned revisions first) applied, and neither named any more. A VM
+// naming none comes back as it is. Conflicts, a missing instancetype or preference and a spread the
+// instancetype cannot give are field errors (an aggregate).
+func ExpandVM(ctx context.Context, c client.Reader, vm *virtv1.VirtualMachine) (*virtv1.VirtualMachine, error) {
+	out := vm.DeepCopy()
+	if out.Spec.Instancetype == nil && out.Spec.Preference == nil {
+		return out, nil
+	}
+	if out.Spec.Template == nil {
+		return nil, field.Required(field.NewPath("spec", "template"), "a VM to expand needs a template")
+	}
+	specs, err := Live(ctx, c, out)
+	if err != nil {
+		return nil, err
+	}
+	at := field.NewPath("spec", "template", "spec")
+	errs := Conflicts(specs.Instancetype, &out.Spec.Template.Spec, at)
+	if e := SpreadError(specs, field.NewPath("spec", "instancetype")); e != nil {
+		errs = append(errs, e)
+	}
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	if out.Spec.Template.ObjectMeta.Annotations == nil {
+		out.Spec.Template.ObjectMeta.Annotations = map[string]string{}
+	}
+	Apply(specs, &out.Spec.Template.Spec, out.Spec.Template.ObjectMeta.Annotations)
+	out.Spec.Instancetype, out.Spec.Preference = nil, nil
+	return out, nil
 }

@@ -110,6 +110,7 @@ func subresourceCases(f *framework.Framework) []badInput {
 		{"PUT", vmis + "nope/unpause", "", 404, noVMI},
 		{"PUT", vmis + "nope/softreboot", "", 404, noVMI},
 		{"PUT", vmis + "nope/reset", "", 404, noVMI},
+		{"GET", vms + "nope/expand-spec", "", 404, noVM},
 		{"GET", vmis + "nope/guestosinfo", "", 404, noVMI},
 		{"GET", vmis + "nope/userlist", "", 404, noVMI},
 		{"GET", vmis + "nope/filesystemlist", "", 404, noVMI},

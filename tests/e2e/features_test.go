@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -334,6 +335,14 @@ func TestVMFromInstancetypeAndPreferenceBoots(t *testing.T) {
 	}
 	if r := vm.Status.InstancetypeRef; r == nil || r.ControllerRevisionRef == nil || r.Name != "small" {
 		t.Errorf("status.instancetypeRef = %+v, want the pinned revision of small", r)
+	}
+	// virtctl expand: the VM as its instance is made, through the server's expand-spec.
+	out, code := virtctl(t, f, "", "expand", "--vm", "sized", "-o", "json")
+	var expanded virtv1.VirtualMachine
+	if code != 0 || json.Unmarshal([]byte(out), &expanded) != nil || expanded.Spec.Instancetype != nil || expanded.Spec.Preference != nil ||
+		expanded.Spec.Template.Spec.Domain.CPU == nil || expanded.Spec.Template.Spec.Domain.CPU.Cores != 2 ||
+		expanded.Spec.Template.Spec.Domain.Memory == nil || expanded.Spec.Template.Spec.Domain.Memory.Guest.String() != "128Mi" {
+		t.Errorf("virtctl expand --vm sized: exit %d, want 2 cores and 128Mi and no instancetype or preference; output:\n%s", code, out)
 	}
 }
 

@@ -166,7 +166,8 @@ func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 	f.Create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vm-only"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"*"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachines/migrate"}, Verbs: []string{"update"}},
-		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachines/console", "virtualmachines/vnc", "virtualmachines/portforward"}, Verbs: []string{"get"}},
+		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachines/console", "virtualmachines/vnc", "virtualmachines/portforward",
+			"virtualmachines/expand-spec"}, Verbs: []string{"get"}},
 	}})
 	f.Create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vmi-only"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"*"}},

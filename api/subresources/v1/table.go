@@ -31,6 +31,8 @@ const (
 	Freeze         = "freeze"
 	Unfreeze       = "unfreeze"
 	Exec           = "exec"
+	// ExpandSpec is a VM as its instance would be made: instancetype and preference applied.
+	ExpandSpec = "expand-spec"
 )
 
 // Version is the group's version call (GET /apis/subresources.kubevirt.io/v1/version): not a
@@ -82,15 +84,16 @@ func Table() []Subresource {
 		}
 		return Subresource{Resource: resource, Name: name, Method: http.MethodGet, Verb: "get", LongRunning: true, Params: params}
 	}
-	get := func(name string) Subresource {
-		return Subresource{Resource: VirtualMachineInstances, Name: name, Method: http.MethodGet, Verb: "get", Params: []string{""}}
+	get := func(resource, name string) Subresource {
+		return Subresource{Resource: resource, Name: name, Method: http.MethodGet, Verb: "get", Params: []string{""}}
 	}
 	var rows []Subresource
 	rows = append(rows,
 		put(VirtualMachines, Start), put(VirtualMachines, Stop), put(VirtualMachines, Restart),
 		put(VirtualMachineInstances, Pause), put(VirtualMachineInstances, Unpause),
 		put(VirtualMachines, Migrate), put(VirtualMachineInstances, SoftReboot), put(VirtualMachineInstances, Reset),
-		get(GuestOSInfo), get(UserList), get(FileSystemList),
+		get(VirtualMachineInstances, GuestOSInfo), get(VirtualMachineInstances, UserList), get(VirtualMachineInstances, FileSystemList),
+		get(VirtualMachines, ExpandSpec),
 		put(VirtualMachineInstances, Freeze), put(VirtualMachineInstances, Unfreeze),
 		// exec runs a command in the guest, as create on pods/exec does in a container; its name makes
 		// it long-running in kube-apiserver too, which proxies it here.
