@@ -69,7 +69,9 @@ func newUnpauseCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.I
 }
 
 func newSoftRebootCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newActionCommand(kube, s, subv1.SoftReboot, false, "Reboot a running instance through ACPI (the instance stays)")
+	cmd := newActionCommand(kube, s, subv1.SoftReboot, false, "Reboot a running instance through its guest agent, else ACPI (the instance stays)")
+	cmd.Aliases = []string{"soft-reboot"} // KubeVirt's virtctl's name for it
+	return cmd
 }
 
 func newResetCommand(kube *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {

@@ -269,6 +269,7 @@ func TestCommandsSendKubeVirtsRequests(t *testing.T) {
 		{[]string{"pause", "vmi", "x"}, "PUT " + base + `virtualmachineinstances/x/pause {}`},
 		{[]string{"unpause", "vm", "x", "--dry-run"}, "PUT " + base + `virtualmachineinstances/x/unpause {"dryRun":["All"]}`},
 		{[]string{"softreboot", "x"}, "PUT " + base + `virtualmachineinstances/x/softreboot {}`},
+		{[]string{"soft-reboot", "x"}, "PUT " + base + `virtualmachineinstances/x/softreboot {}`},
 		{[]string{"reset", "x"}, "PUT " + base + `virtualmachineinstances/x/reset {}`},
 		{[]string{"migrate", "x"}, "PUT " + base + `virtualmachines/x/migrate {}`},
 		{[]string{"freeze", "x", "--unfreeze-timeout", "90s"}, "PUT " + base + `virtualmachineinstances/x/freeze {"unfreezeTimeout":"1m30s"}`},
