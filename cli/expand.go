@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
@@ -117,6 +121,21 @@ func (o *ExpandOptions) manifest() (*virtv1.VirtualMachine, error) {
 		return nil, fmt.Errorf("--file: %w", err)
 	case len(data) > maxManifest:
 		return nil, fmt.Errorf("--file: larger than %d bytes", maxManifest)
+	}
+	docs := 0
+	for rd := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data))); ; {
+		doc, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("--file: %w", err)
+		}
+		if len(bytes.TrimSpace(doc)) > 0 && string(bytes.TrimSpace(doc)) != "---" {
+			docs++
+		}
+	}
+	if docs > 1 {
+		return nil, fmt.Errorf("--file: %d documents, want one VirtualMachine", docs)
 	}
 	vm := &virtv1.VirtualMachine{}
 	if err := yaml.UnmarshalStrict(data, vm); err != nil {

@@ -52,6 +52,8 @@ spec:
 
 	_, err = expand(strings.Replace(manifest, "%s", "huge", 1))
 	assert.ErrorContains(t, err, "huge")
+	_, err = expand(strings.Replace(manifest, "%s", "small", 1) + "---\n" + strings.Replace(manifest, "%s", "small", 1))
+	assert.ErrorContains(t, err, "2 documents, want one VirtualMachine")
 	_, err = expand("kind: Pod\n")
 	assert.ErrorContains(t, err, `kind "Pod", want VirtualMachine`)
 }

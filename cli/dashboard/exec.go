@@ -7,6 +7,8 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/podvirt/podvirt/internal/termsafe"
 )
 
 // A one-shot command in the selected VM's guest (x): a prompt, then the command runs through the
@@ -71,10 +73,10 @@ func (m Model) execKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m Model) execDone(msg execDoneMsg) (tea.Model, tea.Cmd) {
 	m.inFlight--
 	if msg.err != nil {
-		m.status = fmt.Sprintf("exec in %s failed: %v", msg.row.Name, msg.err)
+		m.status = fmt.Sprintf("exec in %s failed: %s", msg.row.Name, termsafe.Line(msg.err.Error()))
 		return m, nil
 	}
-	lines := strings.Split(strings.TrimRight(printable(msg.out.Output), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(termsafe.Printable(msg.out.Output), "\n"), "\n")
 	if len(lines) > maxOutputLines {
 		lines = lines[len(lines)-maxOutputLines:]
 	}
@@ -96,18 +98,4 @@ func (m Model) outputView(room int) string {
 		lines = lines[len(lines)-room:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// printable drops what a guest could use to steer the terminal: control characters but newline and
-// tab (escape sequences lose their ESC and show as text).
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return r
-		}
-		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, strings.ToValidUTF8(s, "?"))
 }

@@ -56,11 +56,12 @@ const (
 	opPrepareTarget
 	opMigrate
 	opCancelMigration
-	// opAgent lends a reference to the domain for a guest agent call (guestagent.go); opFrozen and
-	// opThawed note a freeze (grace: its unfreeze timeout) and a thaw.
+	// opAgent lends a reference to the domain for a guest agent call (guestagent.go); opFreezeDone,
+	// opThawed and opThawFailed move the freeze state (freeze.go).
 	opAgent
-	opFrozen
+	opFreezeDone
 	opThawed
+	opThawFailed
 )
 
 // request is one command handed from an HTTP handler to the guest's loop.
@@ -75,7 +76,11 @@ type request struct {
 	// agentDom receives opAgent's domain reference, lent for agentFor.
 	agentDom **libvirt.Domain
 	agentFor agentPurpose
-	reply    chan error
+	// outcome is opFreezeDone's (grace: the unfreeze timeout); freezeGen the freeze state a thaw's
+	// answer is about (0: any).
+	outcome   freezeOutcome
+	freezeGen uint64
+	reply     chan error
 }
 
 // guest owns the one domain of this launcher. All libvirt calls happen on its loop goroutine; HTTP
@@ -98,6 +103,8 @@ type guest struct {
 	// joins the goroutines that call the agent for the loop (a reboot, a thaw, a fetch) when it ends.
 	agentReboot atomic.Bool
 	agentCalls  sync.WaitGroup
+	// agentFetching is set while a fetch started by the agent's connecting runs.
+	agentFetching atomic.Bool
 	// lastHeard is when the node agent last sent a request (boottime.Now: the wall clock may step,
 	// and a suspended or frozen node's silence must count when it thaws).
 	lastHeard atomic.Int64
@@ -118,9 +125,12 @@ type guest struct {
 	fenced      bool
 	terminated  bool // SIGTERM while the guest ran, without a stop request (see ReasonTerminated)
 	grace       *time.Timer
-	// frozen: the guest's file systems were frozen on request; thaw fires at the unfreeze timeout.
-	frozen bool
-	thaw   *time.Timer
+	// The freeze state (freeze.go): frozen on request; thaw fires at the unfreeze timeout.
+	frozen    bool
+	thaw      *time.Timer
+	freezing  int
+	freezeGen uint64
+	thawTries int
 	// agentUp: the guest agent was connected at the last refresh.
 	agentUp bool
 	stopped *lifecycle
@@ -238,7 +248,6 @@ func (g *guest) loop(ctx context.Context) (launcherv1.Status, error) {
 			}
 		case <-thawC:
 			g.cfg.Log.Info("Unfreeze timeout passed: thawing the guest's file systems")
-			g.thaw = nil
 			g.thawInBackground()
 		case <-arrivals:
 			g.adopt()
@@ -388,14 +397,8 @@ func (g *guest) handle(ctx context.Context, r request) error {
 		err = g.cancelMigration()
 	case opAgent:
 		err = g.lendFor(r.agentFor, r.agentDom)
-	case opFrozen:
-		g.frozen = true
-		if g.thaw != nil {
-			g.thaw.Stop()
-		}
-		g.thaw = time.NewTimer(r.grace)
-	case opThawed:
-		g.notFrozen()
+	case opFreezeDone, opThawed, opThawFailed:
+		err = g.freezeOp(r)
 	}
 	if err != nil {
 		return conflict{err}

@@ -15,6 +15,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/internal/termsafe"
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 )
 
@@ -72,11 +73,19 @@ const (
 )
 
 // agentDomain returns a new reference to the domain for a guest agent call (the caller frees it),
-// refused while no agent is connected. The loop answers at once; the caller's context does not cut
-// the exchange short, so a lent reference is never lost.
+// refused while no agent is connected. A caller that gave up before the loop took the request gets
+// nothing; once taken, the loop's answer (at once) is always read, so a lent reference is never lost.
 func (g *guest) agentDomain(ctx context.Context, purpose agentPurpose) (*libvirt.Domain, error) {
 	var dom *libvirt.Domain
-	if err := g.do(context.WithoutCancel(ctx), request{op: opAgent, agentDom: &dom, agentFor: purpose}); err != nil {
+	r := request{op: opAgent, agentDom: &dom, agentFor: purpose, reply: make(chan error, 1)}
+	select {
+	case g.reqs <- r:
+	case <-g.done:
+		return nil, fmt.Errorf("%w: the guest has ended", errConflict)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err := <-r.reply; err != nil {
 		return nil, err
 	}
 	return dom, nil
@@ -107,41 +116,57 @@ func (g *guest) lendFor(purpose agentPurpose, out **libvirt.Domain) error {
 		}
 		return err
 	case forFreeze:
-		if g.migrating || g.target != nil {
+		switch {
+		case g.migrating || g.target != nil:
 			return errors.New("the guest is migrating: its file systems cannot be frozen until the migration ends")
+		case g.frozen || g.freezing > 0:
+			return errors.New("the guest's file systems are frozen already (unfreeze first)")
 		}
+		err := lend()
+		if err == nil {
+			g.freezing++ // until opFreezeDone: no migration meanwhile
+		}
+		return err
 	}
 	return lend()
 }
 
-// followAgent notes the agent's connection at a refresh: on connecting, what it says of the guest
-// is fetched in the background (the status carries the OS); on going away (the guest rebooted, or
-// its agent stopped) the guest no longer counts as frozen.
+// followAgent notes the agent's connection at a refresh. On connecting, what it says of the guest is
+// fetched in the background (the status carries the OS; one such fetch at a time, so a guest opening
+// and closing its port costs little), and a guest counted as frozen is asked whether it still is (a
+// reboot thaws it). Going away changes nothing else: the file systems of a guest whose agent stopped
+// stay frozen, and the thaw timer runs on.
 func (g *guest) followAgent(up bool) {
 	was := g.agentUp
 	g.agentUp = up
-	switch {
-	case up && !was:
-		if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err != nil {
-			g.cfg.Log.Error("Guest agent timeout", "err", err)
-		}
-		if err := g.dom.Ref(); err != nil {
-			return
-		}
-		d := *g.dom
-		g.agentCalls.Add(1)
-		go func() {
-			defer g.agentCalls.Done()
-			defer func() { _ = d.Free() }()
-			ctx, cancel := context.WithTimeout(context.Background(), agentFetchTimeout)
-			defer cancel()
-			if _, err := g.fetchAgentInfo(ctx, &d); err != nil {
-				g.cfg.Log.Info("The guest agent connected but did not say what the guest runs", "err", err)
-			}
-		}()
-	case !up && was:
-		g.notFrozen()
+	if !up || was || !g.agentFetching.CompareAndSwap(false, true) {
+		return
 	}
+	if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err != nil {
+		g.cfg.Log.Error("Guest agent timeout", "err", err)
+	}
+	if err := g.dom.Ref(); err != nil {
+		g.agentFetching.Store(false)
+		return
+	}
+	d, frozen, gen := *g.dom, g.frozen, g.freezeGen
+	g.agentCalls.Add(1)
+	go func() {
+		defer g.agentCalls.Done()
+		defer g.agentFetching.Store(false)
+		defer func() { _ = d.Free() }()
+		ctx, cancel := context.WithTimeout(context.Background(), agentFetchTimeout)
+		defer cancel()
+		if frozen {
+			var state string
+			if agentCommand(&d, "guest-fsfreeze-status", nil, &state) == nil && state == "thawed" {
+				_ = g.do(ctx, request{op: opThawed, freezeGen: gen})
+			}
+		}
+		if _, err := g.fetchAgentInfo(ctx, &d); err != nil {
+			g.cfg.Log.Info("The guest agent connected but did not say what the guest runs", "err", err)
+		}
+	}()
 }
 
 // rebootThroughAgent asks the guest agent to reboot the guest and returns once the request is under
@@ -171,15 +196,6 @@ func (g *guest) rebootThroughAgent(ctx context.Context) error {
 		}
 	}()
 	return nil
-}
-
-// notFrozen forgets a freeze: thawed on request, or by a reset or reboot.
-func (g *guest) notFrozen() {
-	g.frozen = false
-	if g.thaw != nil {
-		g.thaw.Stop()
-		g.thaw = nil
-	}
 }
 
 // agentCommand sends one QMP command to the guest agent and decodes its "return" into out.
@@ -223,13 +239,7 @@ func agentError(what string, err error) error {
 			msg = strings.TrimSuffix(why, "'")
 		}
 	}
-	msg = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, bound(msg))
-	return conflict{fmt.Errorf("guest agent %s: %s", what, msg)}
+	return conflict{fmt.Errorf("guest agent %s: %s", what, termsafe.Line(bound(msg)))}
 }
 
 // errAgentUnavailable marks a guest agent that did not answer (HTTP 503).
@@ -404,67 +414,6 @@ func bound(s string) string {
 	}
 	return s
 }
-
-// freeze freezes the guest's file systems; the loop thaws them after the timeout (opFrozen).
-func (g *guest) freeze(ctx context.Context, req launcherv1.FreezeRequest) error {
-	timeout := req.UnfreezeTimeoutSeconds
-	switch {
-	case timeout == 0:
-		timeout = launcherv1.DefaultUnfreezeTimeoutSeconds
-	case timeout < 0 || timeout > launcherv1.MaxUnfreezeTimeoutSeconds:
-		return fmt.Errorf("%w: unfreezeTimeoutSeconds: must be between 1 and %d, got %d", errBadRequest, launcherv1.MaxUnfreezeTimeoutSeconds, timeout)
-	}
-	dom, err := g.agentDomain(ctx, forFreeze)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = dom.Free() }()
-	if err := dom.FSFreeze(nil, 0); err != nil {
-		return agentError("freeze", err)
-	}
-	return g.do(context.WithoutCancel(ctx), request{op: opFrozen, grace: time.Duration(timeout) * time.Second})
-}
-
-// unfreeze thaws the guest's file systems.
-func (g *guest) unfreeze(ctx context.Context) error {
-	dom, err := g.agentDomain(ctx, forQuery)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = dom.Free() }()
-	if err := dom.FSThaw(nil, 0); err != nil {
-		return agentError("thaw", err)
-	}
-	return g.do(context.WithoutCancel(ctx), request{op: opThawed})
-}
-
-// thawInBackground is the loop's thaw once a freeze's timeout passed, on a goroutine of agentCalls:
-// the guest is frozen until the agent says it thawed (tried again every thawRetry until then).
-func (g *guest) thawInBackground() {
-	if err := g.dom.Ref(); err != nil {
-		g.thaw = time.NewTimer(thawRetry)
-		return
-	}
-	d := *g.dom
-	g.agentCalls.Add(1)
-	go func() {
-		defer g.agentCalls.Done()
-		defer func() { _ = d.Free() }()
-		err := d.AgentSetResponseTimeout(agentTimeoutSeconds, 0)
-		if err == nil {
-			err = d.FSThaw(nil, 0)
-		}
-		next := request{op: opThawed}
-		if err != nil {
-			g.cfg.Log.Error("Thaw after the unfreeze timeout failed: trying again", "err", err, "in", thawRetry)
-			next = request{op: opFrozen, grace: thawRetry}
-		}
-		_ = g.do(context.Background(), next) // fails at once once the loop has ended
-	}()
-}
-
-// thawRetry is how soon a failed thaw is tried again.
-const thawRetry = 30 * time.Second
 
 // exec runs req's command in the guest and waits, polling the agent, until it exits or its timeout
 // passes (the command then runs on: the agent cannot stop it).

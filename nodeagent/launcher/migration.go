@@ -101,7 +101,7 @@ func (g *guest) migrate(req launcherv1.MigrateRequest) error {
 		return fmt.Errorf("%w: a migration is already running", errConflict)
 	case g.shutdownReq:
 		return fmt.Errorf("%w: the guest is shutting down", errConflict)
-	case g.frozen:
+	case g.frozen || g.freezing > 0:
 		return fmt.Errorf("%w: the guest's file systems are frozen: unfreeze them first", errConflict)
 	}
 	if state, _, err := g.dom.GetState(); err != nil || state != libvirt.DOMAIN_RUNNING {

@@ -1,0 +1,52 @@
+package launcher
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The loop's freeze state: a freeze arms the thaw timer; an answer about an older state is dropped;
+// failed thaws are retried, then given up so that a guest cannot block its migration for ever.
+func TestFreezeState(t *testing.T) {
+	g := &guest{cfg: &Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	g.freezing = 1
+	assert.NoError(t, g.freezeOp(request{op: opFreezeDone, outcome: freezeOK, grace: time.Hour}))
+	assert.True(t, g.frozen)
+	assert.Zero(t, g.freezing)
+	assert.NotNil(t, g.thaw, "the unfreeze timeout is armed")
+	stale := g.freezeGen
+	assert.NoError(t, g.freezeOp(request{op: opThawed}))
+	g.freezing = 1
+	assert.NoError(t, g.freezeOp(request{op: opFreezeDone, outcome: freezeOK, grace: time.Hour}))
+	frozenAt := g.freezeGen
+
+	assert.NoError(t, g.freezeOp(request{op: opThawed, freezeGen: stale}))
+	assert.True(t, g.frozen, "a thaw of an older freeze is dropped")
+
+	for i := 1; i < maxThawTries; i++ {
+		assert.NoError(t, g.freezeOp(request{op: opThawFailed, freezeGen: frozenAt}))
+		assert.True(t, g.frozen, "try %d failed: still frozen, tried again", i)
+		assert.NotNil(t, g.thaw)
+	}
+	assert.NoError(t, g.freezeOp(request{op: opThawFailed, freezeGen: frozenAt}))
+	assert.False(t, g.frozen, "given up after %d tries", maxThawTries)
+	assert.Nil(t, g.thaw)
+
+	g.freezing = 1
+	assert.NoError(t, g.freezeOp(request{op: opFreezeDone, outcome: freezeSkipped}))
+	assert.False(t, g.frozen, "nothing was asked of the agent")
+	assert.Zero(t, g.freezing)
+
+	g.freezing = 1
+	assert.NoError(t, g.freezeOp(request{op: opFreezeDone, outcome: freezeOK, grace: time.Hour}))
+	old := g.freezeGen
+	g.notFrozen() // a reset
+	assert.NoError(t, g.freezeOp(request{op: opThawFailed, freezeGen: old}))
+	assert.False(t, g.frozen, "a failed thaw of a freeze a reset ended does not freeze it again")
+	assert.NoError(t, g.freezeOp(request{op: opThawed}))
+	assert.False(t, g.frozen, "the user's thaw counts whatever the state")
+}
