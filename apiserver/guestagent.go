@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
-	"k8s.io/apiserver/pkg/endpoints/request"
 
 	agentv1 "github.com/podvirt/podvirt/api/agent/v1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
@@ -94,11 +93,7 @@ func (h *Handlers) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	user := "system:anonymous"
-	if u, ok := request.UserFrom(r.Context()); ok {
-		user = u.GetName()
-	}
-	release, err := h.holdStream(user)
+	user, release, err := h.holdStream(r)
 	if err != nil {
 		writeError(w, r, err)
 		return

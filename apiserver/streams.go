@@ -42,11 +42,7 @@ func (h *Handlers) portForward(w http.ResponseWriter, r *http.Request) {
 // name). Errors before the upgrade are Status answers; once streaming, the close frame says why the
 // stream ended.
 func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath string) {
-	user := "system:anonymous"
-	if u, ok := request.UserFrom(r.Context()); ok {
-		user = u.GetName()
-	}
-	release, err := h.holdStream(user)
+	_, release, err := h.holdStream(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -90,19 +86,23 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, agentPath stri
 	_ = console.Serve(ctx, client, console.NewConn(agent))
 }
 
-// holdStream takes one of user's MaxStreamsPerUser places and one of the server's MaxStreams (a
-// stream, or an exec), or says which limit is reached.
-func (h *Handlers) holdStream(user string) (release func(), err error) {
+// holdStream takes one of the requesting user's MaxStreamsPerUser places and one of the server's
+// MaxStreams (a stream, or an exec), or says which limit is reached; it returns the user's name.
+func (h *Handlers) holdStream(r *http.Request) (user string, release func(), err error) {
+	user = "system:anonymous"
+	if u, ok := request.UserFrom(r.Context()); ok {
+		user = u.GetName()
+	}
 	releaseUser, ok := h.perUser.Acquire(user, MaxStreamsPerUser)
 	if !ok {
-		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("user %s already has %d streams open through this virt-api, the limit", user, MaxStreamsPerUser), 1)
+		return user, nil, apierrors.NewTooManyRequests(fmt.Sprintf("user %s already has %d streams open through this virt-api, the limit", user, MaxStreamsPerUser), 1)
 	}
 	releaseSlot, ok := h.all.Acquire("", MaxStreams)
 	if !ok {
 		releaseUser()
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("this virt-api already has %d streams open, the limit", MaxStreams))
+		return user, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("this virt-api already has %d streams open, the limit", MaxStreams))
 	}
-	return func() { releaseSlot(); releaseUser() }, nil
+	return user, func() { releaseSlot(); releaseUser() }, nil
 }
 
 // Wait returns once every stream has ended (after Stopping is closed, they end promptly).

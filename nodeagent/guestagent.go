@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
@@ -26,11 +25,7 @@ const maxAgentBody = subv1.MaxExecRequestBytes
 // instance's MaxStreamsPerInstance places while it waits: the launcher fetches it at most every
 // few seconds for all callers).
 func (s *SubresourceServer) guestAgentInfo(w http.ResponseWriter, r *http.Request) {
-	pod, ok := s.running(w, r)
-	if !ok {
-		return
-	}
-	release, ok := s.holdPlace(w, r, pod)
+	pod, release, ok := s.hold(w, r)
 	if !ok {
 		return
 	}
@@ -79,13 +74,7 @@ func (s *SubresourceServer) agentCall(w http.ResponseWriter, r *http.Request, ca
 		writeLauncherError(w, err)
 		return
 	}
-	if s.Triggers != nil {
-		select {
-		case s.Triggers <- event.GenericEvent{Object: vmi}:
-		case <-ctx.Done():
-		}
-	}
-	w.WriteHeader(http.StatusOK)
+	s.done(ctx, w, vmi)
 }
 
 // exec runs a command in the guest and answers its ExecResult. Each exec holds one of the instance's
@@ -99,11 +88,7 @@ func (s *SubresourceServer) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	pod, ok := s.running(w, r)
-	if !ok {
-		return
-	}
-	release, ok := s.holdPlace(w, r, pod)
+	pod, release, ok := s.hold(w, r)
 	if !ok {
 		return
 	}
@@ -116,24 +101,21 @@ func (s *SubresourceServer) exec(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// holdPlace takes one of the instance's MaxStreamsPerInstance places, or answers 429.
-func (s *SubresourceServer) holdPlace(w http.ResponseWriter, r *http.Request, pod *corev1.Pod) (func(), bool) {
+// hold finds the running instance's launcher Pod and takes one of the instance's
+// MaxStreamsPerInstance places, or answers why not (429 naming the limit).
+func (s *SubresourceServer) hold(w http.ResponseWriter, r *http.Request) (*corev1.Pod, func(), bool) {
+	_, pod, code, msg := s.find(r.Context(), r.PathValue("namespace"), r.PathValue("name"))
+	if code != http.StatusOK {
+		writeError(w, code, msg)
+		return nil, nil, false
+	}
 	release, ok := s.perInstance.Acquire(string(pod.UID), MaxStreamsPerInstance)
 	if !ok {
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("virtualmachineinstance %s/%s already has %d streams and guest agent calls open on this node, the limit",
 			pod.Namespace, r.PathValue("name"), MaxStreamsPerInstance))
+		return nil, nil, false
 	}
-	return release, ok
-}
-
-// running finds the running instance's launcher Pod, or answers why not.
-func (s *SubresourceServer) running(w http.ResponseWriter, r *http.Request) (*corev1.Pod, bool) {
-	_, pod, code, msg := s.find(r.Context(), r.PathValue("namespace"), r.PathValue("name"))
-	if code != http.StatusOK {
-		writeError(w, code, msg)
-		return nil, false
-	}
-	return pod, true
+	return pod, release, true
 }
 
 // readJSON decodes a bounded JSON body (none: v stays as is), answering 400 naming the problem.

@@ -197,6 +197,12 @@ func (s *SubresourceServer) serve(w http.ResponseWriter, r *http.Request, state 
 		writeLauncherError(w, err)
 		return
 	}
+	s.done(ctx, w, vmi)
+}
+
+// done answers 200 for a call that changed vmi's guest, after waking the reconciler so that the
+// status follows promptly.
+func (s *SubresourceServer) done(ctx context.Context, w http.ResponseWriter, vmi *virtv1.VirtualMachineInstance) {
 	if s.Triggers != nil {
 		select {
 		case s.Triggers <- event.GenericEvent{Object: vmi}:
