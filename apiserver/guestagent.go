@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -60,15 +59,12 @@ func fileSystemList(info *virtv1.VirtualMachineInstanceGuestAgentInfo) any {
 func (h *Handlers) freeze(w http.ResponseWriter, r *http.Request) {
 	var body virtv1.FreezeUnfreezeTimeout
 	err := readBody(r, &body)
-	if err == nil && body.UnfreezeTimeout != nil {
-		if d := body.UnfreezeTimeout.Duration; d < 0 || d > launcherv1.MaxUnfreezeTimeoutSeconds*time.Second {
-			err = apierrors.NewBadRequest(fmt.Sprintf("unfreezeTimeout: must be between 0 and %ds, got %s", launcherv1.MaxUnfreezeTimeoutSeconds, d))
+	if err == nil {
+		if _, verr := launcherv1.FreezeRequestFor(body.UnfreezeTimeout); verr != nil {
+			err = apierrors.NewBadRequest(verr.Error())
 		}
 	}
 	if err == nil {
-		if body.UnfreezeTimeout != nil && body.UnfreezeTimeout.Duration == 0 {
-			body.UnfreezeTimeout = nil // KubeVirt's 0: the default
-		}
 		err = h.toAgent(r, http.MethodPut, agentv1.PathFreeze, &body, nil, agentCallTimeout)
 	}
 	answer(w, r, err)

@@ -323,11 +323,6 @@ func TestConsoleRedialsWhatGoesAway(t *testing.T) {
 	assert.Equal(t, ExitTimeout, ExitCode(err))
 }
 
-// A far end's message reaches the user's terminal with its control characters defused.
-func TestPrintable(t *testing.T) {
-	assert.Equal(t, "gone ?]2;owned?? ok é", printable("gone \x1b]2;owned\x07\u009b ok é"))
-}
-
 func TestVersionClientPrintsKubeVirtsFormat(t *testing.T) {
 	out, err := run(t, "virtctl", "version", "--client")
 	require.NoError(t, err)

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/gorilla/websocket"
 
@@ -22,6 +20,7 @@ import (
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	"github.com/podvirt/podvirt/console"
 	"github.com/podvirt/podvirt/internal/scheme"
+	"github.com/podvirt/podvirt/internal/termsafe"
 )
 
 // Resource names in subresource paths.
@@ -143,18 +142,7 @@ func (c *clients) streamDialer(resource, name, sub string, errOut io.Writer) fun
 		ctx, cancel := context.WithTimeout(ctx, handOverWait)
 		defer cancel()
 		return console.DialAPIRetrying(ctx, c.config, path, func(err error) {
-			fmt.Fprintf(errOut, "waiting for the %s of %s/%s to answer: %s\n", sub, resource, name, printable(err.Error()))
+			fmt.Fprintf(errOut, "waiting for the %s of %s/%s to answer: %s\n", sub, resource, name, termsafe.Line(err.Error()))
 		})
 	}
-}
-
-// printable is a message from the far end (a Status, a close reason) fit for the user's terminal:
-// control characters, which could drive the terminal (it may be in raw mode), become '?'.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, s)
 }

@@ -20,6 +20,7 @@ import (
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/console"
+	"github.com/podvirt/podvirt/internal/termsafe"
 )
 
 // ConsoleOptions is `console NAME`: the instance's serial console in the terminal (raw mode, left
@@ -205,7 +206,7 @@ func (o *ConsoleOptions) redialable(err error, deadline time.Time, reported *str
 		return timeout(fmt.Errorf("the console of vmi/%s did not answer within %d minutes: %w", o.Name, o.Timeout, err))
 	}
 	if msg := err.Error(); msg != *reported {
-		fmt.Fprintf(o.ErrOut, "\r\nwaiting for the console of vmi/%s to answer: %s\r\n", o.Name, printable(msg))
+		fmt.Fprintf(o.ErrOut, "\r\nwaiting for the console of vmi/%s to answer: %s\r\n", o.Name, termsafe.Line(msg))
 		*reported = msg
 	}
 	return nil

@@ -90,18 +90,7 @@ func (o *ExpandOptions) Run(ctx context.Context) error {
 		}
 	}
 	vm.ManagedFields = nil
-	var out []byte
-	if o.Output == "json" {
-		out, err = json.MarshalIndent(vm, "", "  ")
-		out = append(out, '\n')
-	} else {
-		out, err = yaml.Marshal(vm)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = o.Out.Write(out)
-	return err
+	return printAs(o.Out, o.Output, vm)
 }
 
 // manifest reads --file (- for stdin): one VirtualMachine, YAML or JSON, at most maxManifest bytes.

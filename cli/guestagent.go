@@ -78,8 +78,14 @@ func (o *GuestInfoOptions) Run(ctx context.Context) error {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return fmt.Errorf("%s of VirtualMachineInstance %s: malformed answer: %w", o.sub, o.Name, err)
 	}
+	return printAs(o.Out, o.Output, obj)
+}
+
+// printAs writes obj as YAML or as indented JSON (KubeVirt's virtctl's format for what it prints).
+func printAs(w io.Writer, format string, obj any) error {
 	var out []byte
-	if o.Output == "yaml" {
+	var err error
+	if format == "yaml" {
 		out, err = yaml.Marshal(obj)
 	} else {
 		out, err = json.MarshalIndent(obj, "", "  ")
@@ -88,7 +94,7 @@ func (o *GuestInfoOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = o.Out.Write(out)
+	_, err = w.Write(out)
 	return err
 }
 
@@ -119,8 +125,8 @@ func newFreezeOrThawCommand(kube *genericclioptions.ConfigFlags, streams generic
 		ValidArgsFunction: completeNames(kube, resourceVMI),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if max := launcherv1.MaxUnfreezeTimeoutSeconds * time.Second; o.UnfreezeTimeout < time.Second || o.UnfreezeTimeout > max {
-				return usageError(cmd, "--unfreeze-timeout must be between 1s and %s, got %s", max, o.UnfreezeTimeout)
+			if _, err := launcherv1.FreezeRequestFor(&metav1.Duration{Duration: o.UnfreezeTimeout}); err != nil {
+				return usageError(cmd, "--unfreeze-timeout: %v", err)
 			}
 			return o.Run(cmd.Context())
 		},

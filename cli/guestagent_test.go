@@ -52,7 +52,7 @@ func TestExecPrintsOutputAndExitsWithTheCommandsCode(t *testing.T) {
 		"exec vm1 --timeout 0s -- true":    "--timeout must be between 1s and 1h0m0s",
 		"exec vm1 --timeout 2h -- true":    "--timeout must be between 1s and 1h0m0s",
 		"exec -- true":                     "want NAME -- COMMAND",
-		"freeze vm1 --unfreeze-timeout 2h": "--unfreeze-timeout must be between 1s and 1h0m0s",
+		"freeze vm1 --unfreeze-timeout 2h": "--unfreeze-timeout: unfreezeTimeout: must be between 1s and 1h0m0s (0: 5m0s), got 2h0m0s",
 		"guestosinfo vm1 -o wide":          "--output must be json or yaml",
 	} {
 		_, err := run(t, "virtctl", strings.Fields(args)...)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,6 +57,9 @@ const (
 	// WaitForReady: the instance's Ready condition: its launcher Pod ready, readiness probes passing.
 	WaitForReady = "ready"
 )
+
+// hasKey reports whether m has k.
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
 // waitConditions is the instance condition each --for waits for ("": none, running is enough).
 var waitConditions = map[string]string{
@@ -130,7 +132,7 @@ func (o *LifecycleOptions) Validate(cmd *cobra.Command) error {
 		return usageError(cmd, "--timeout must be positive, got %s", o.Timeout)
 	case o.Wait && o.DryRun:
 		return usageError(cmd, "--wait and --dry-run do not go together (a dry run changes nothing to wait for)")
-	case o.For != "" && !slices.Contains([]string{WaitForRunning, WaitForAgent, WaitForReady}, o.For):
+	case o.For != "" && !hasKey(waitConditions, o.For):
 		return usageError(cmd, "--for must be %s, %s or %s, got %q", WaitForRunning, WaitForAgent, WaitForReady, o.For)
 	case cmd.Flags().Changed("for") && !o.Wait:
 		return usageError(cmd, "--for needs --wait")

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/podvirt/podvirt/internal/termsafe"
 )
 
 // maxExpectBuffer bounds the output kept to match --expect against.
@@ -92,7 +94,7 @@ func (s *session) run(ctx context.Context, input <-chan []byte, escape byte) err
 			if err != nil {
 				var ce *websocket.CloseError
 				if errors.As(err, &ce) {
-					s.closeReason = printable(ce.Text)
+					s.closeReason = termsafe.Line(ce.Text)
 				} else {
 					s.closeReason = "connection lost: " + err.Error()
 				}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -44,14 +43,10 @@ func (s *SubresourceServer) freeze(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &body) {
 		return
 	}
-	var req launcherv1.FreezeRequest
-	if t := body.UnfreezeTimeout; t != nil {
-		if t.Duration < time.Second || t.Duration > launcherv1.MaxUnfreezeTimeoutSeconds*time.Second {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unfreezeTimeout: must be between 1s and %s, got %s",
-				launcherv1.MaxUnfreezeTimeoutSeconds*time.Second, t.Duration))
-			return
-		}
-		req.UnfreezeTimeoutSeconds = int64(t.Duration / time.Second)
+	req, err := launcherv1.FreezeRequestFor(body.UnfreezeTimeout)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
 	}
 	s.agentCall(w, r, func(l Launcher, ctx context.Context) error { return l.Freeze(ctx, req) })
 }

@@ -540,7 +540,7 @@ func TestExecInTheSelectedGuest(t *testing.T) {
 	m = run(t, m, cmd)
 	assert.Equal(t, []string{"exec demo/web uname -a"}, actions.Calls())
 	screen := m.View().Content
-	assert.Contains(t, screen, "first line\n[2Jsecond line")
+	assert.Contains(t, screen, "first line\n?[2Jsecond line")
 	assert.Contains(t, screen, "exec in web: uname -a: exit code 3")
 	assert.False(t, m.(Model).busy())
 	m = press(m, "j")

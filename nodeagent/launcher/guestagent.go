@@ -224,7 +224,7 @@ func agentCommand(dom *libvirt.Domain, execute string, args, out any) error {
 }
 
 // agentError is a failed guest agent call as the guest's agent explained it (libvirt's wrapping
-// removed, control characters dropped: the text comes from the guest): a conflict, the guest
+// removed, control characters shown as ?: the text comes from the guest): a conflict, the guest
 // refused; or errAgentUnavailable when the agent did not answer in time.
 func agentError(what string, err error) error {
 	msg := err.Error()

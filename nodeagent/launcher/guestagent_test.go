@@ -17,7 +17,7 @@ func TestAgentErrorsAndBounds(t *testing.T) {
 	refused := agentError("guest-exec", libvirt.Error{Code: libvirt.ERR_INTERNAL_ERROR,
 		Message: "internal error: unable to execute QEMU agent command 'guest-exec': Guest agent command failed, error was 'Failed to execute child process \x1b[2J“x”\r\n'"})
 	assert.ErrorIs(t, refused, errConflict)
-	assert.EqualError(t, refused, "guest agent guest-exec: Failed to execute child process [2J“x”")
+	assert.EqualError(t, refused, "guest agent guest-exec: Failed to execute child process ?[2J“x”?")
 
 	silent := agentError("guest info", libvirt.Error{Code: libvirt.ERR_AGENT_UNRESPONSIVE, Message: "Guest agent is not responding"})
 	assert.ErrorIs(t, silent, errAgentUnavailable)

@@ -1,7 +1,10 @@
 package v1
 
 import (
+	"fmt"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -101,6 +104,19 @@ const (
 	DefaultUnfreezeTimeoutSeconds = 5 * 60
 	MaxUnfreezeTimeoutSeconds     = 60 * 60
 )
+
+// FreezeRequestFor is the FreezeRequest of the freeze subresource's unfreezeTimeout (KubeVirt's body;
+// nil or 0: DefaultUnfreezeTimeoutSeconds), or the bound it passes, named.
+func FreezeRequestFor(t *metav1.Duration) (FreezeRequest, error) {
+	if t == nil || t.Duration == 0 {
+		return FreezeRequest{}, nil
+	}
+	if max := MaxUnfreezeTimeoutSeconds * time.Second; t.Duration < time.Second || t.Duration > max {
+		return FreezeRequest{}, fmt.Errorf("unfreezeTimeout: must be between 1s and %s (0: %s), got %s",
+			max, DefaultUnfreezeTimeoutSeconds*time.Second, t.Duration)
+	}
+	return FreezeRequest{UnfreezeTimeoutSeconds: int64(t.Duration / time.Second)}, nil
+}
 
 // ExecGrace is how much longer than an exec's own timeout its callers wait for the launcher's answer.
 const ExecGrace = 15 * time.Second
