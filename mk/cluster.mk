@@ -42,8 +42,8 @@ DEPLOY_TIMEOUT       ?= 5m
 # $(call go-static,PACKAGE,OUTPUT): a static, reproducible build of a main package.
 go-static = mkdir -p $(dir $(2)) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid= $(VERSION_LDFLAGS)' -o $(2) $(1)
 
-# Test-only images: built and imported like the rest, never pushed.
-E2E_IMAGE_TARGETS := image-e2e-probe image-e2e-backing-disk
+# Test-only images: built and imported like the rest, never pushed (the Fedora-like guest: mk/guest.mk).
+E2E_IMAGE_TARGETS := image-e2e-probe image-e2e-backing-disk image-fedora-like
 IMAGE_TARGETS += $(E2E_IMAGE_TARGETS)
 
 .PHONY: cluster-up cluster-down cluster-status cluster-logs cluster-verify-clean

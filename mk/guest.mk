@@ -22,7 +22,7 @@ guest-images-import: ## Import the demo guest images into the local cluster's co
 	hack/guest/build.sh import
 
 .PHONY: guest-test
-guest-test: guest-images ## Boot both demo guest images under qemu (TCG, 62 MiB) and check banner, user-data, HTTP, disk, ACPI power-off
+guest-test: guest-images ## Boot the demo guest images (TCG, 62 MiB) and the Fedora-like one (544 MiB) under qemu: banner or login, user-data, HTTP, ssh, agent, disk, ACPI power-off
 	flock /tmp/podvirt-heavy.lock go test -tags guestboot -count=1 -v ./tests/guest/
 
 # The demo guests as cluster images: make images / cluster-sync / e2e build and import them with the rest.
@@ -32,3 +32,9 @@ IMAGE_TARGETS += image-demo-kernelboot image-demo-containerdisk image-demo-alpin
 image-demo-kernelboot image-demo-containerdisk image-demo-alpine: image-demo-%:
 	@dir=$$(hack/guest/build.sh | tail -n 1) && mkdir -p $(IMAGE_CACHE) && \
 	  cp --reflink=auto $$dir/$*.tar $(IMAGE_CACHE)/demo-$*.tar && echo "wrote $(IMAGE_CACHE)/demo-$*.tar"
+
+# The Fedora-like test guest (hack/guest/fedora-like.sh): systemd, sshd, cloud-init, qemu-guest-agent.
+.PHONY: image-fedora-like
+image-fedora-like:
+	@dir=$$(hack/guest/fedora-like.sh | tail -n 1) && mkdir -p $(IMAGE_CACHE) && \
+	  cp --reflink=auto $$dir/fedora-like.tar $(IMAGE_CACHE)/fedora-like.tar && echo "wrote $(IMAGE_CACHE)/fedora-like.tar"

@@ -30,8 +30,8 @@ CONTAINERDISK_REFS=(docker.io/podvirt/demo-containerdisk:dev docker.io/kubevirt/
 # The Alpine-like flavour, under the names KubeVirt's tests use for Alpine (docs/guest-images.md).
 ALPINE_REFS=(docker.io/podvirt/alpine-container-disk-demo:dev docker.io/podvirt/alpine-with-test-tooling-container-disk:dev)
 
-log() { printf 'guest: %s\n' "$*" >&2; }
-die() { printf 'guest: error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=hack/guest/buildlib.sh
+source "$HERE/buildlib.sh"
 
 # ensure_tools installs the host tools this build uses, quickly when they are already there; with
 # argument "kernel", also those a kernel build from source needs.
@@ -49,33 +49,7 @@ ensure_tools() {
 	[[ -d /usr/lib/syslinux/mbr ]] || missing+=(syslinux-common)
 	[[ -e /usr/lib/SYSLINUX.EFI/efi64/syslinux.efi ]] || missing+=(syslinux-efi)
 	((${#missing[@]} == 0)) && return 0
-	log "installing ${missing[*]}"
-	flock /var/lib/podvirt-apt.lock apt-get install -y --no-install-recommends "${missing[@]}" >&2
-}
-
-# candidate prints the version apt would download for package $1 (running apt-get update once if needed).
-candidate() {
-	local v
-	v=$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2}')
-	if [[ -z $v || $v == "(none)" ]]; then
-		flock /var/lib/podvirt-apt.lock apt-get update >&2
-		v=$(apt-cache policy "$1" | awk '/Candidate:/ {print $2}')
-	fi
-	[[ -n $v && $v != "(none)" ]] || die "apt has no package $1"
-	printf '%s\n' "$v"
-}
-
-# fetch_deb downloads package $1 at version $2 into the cache (once) and unpacks it; prints the unpack dir.
-fetch_deb() {
-	local pkg=$1 ver=$2 dir="$CACHE/debs/$1_${2//:/%3a}"
-	if [[ ! -e $dir/.unpacked ]]; then
-		rm -rf "$dir" && mkdir -p "$dir/deb" "$dir/root"
-		(cd "$dir/deb" && apt-get -o APT::Sandbox::User=root download "$pkg=$ver" >&2) || die "apt-get download $pkg=$ver"
-		dpkg -x "$dir"/deb/*.deb "$dir/root"
-		rm -rf "$dir/deb"
-		touch "$dir/.unpacked"
-	fi
-	printf '%s\n' "$dir/root"
+	apt_install "${missing[@]}"
 }
 
 PREBUILT=$HERE/prebuilt
@@ -249,7 +223,7 @@ syslinux_version() {
 version_key() {
 	{
 		printf '%s\n' "$GUEST_RELEASE" "$@"
-		(cd "$HERE" && find build.sh kernel.config prebuilt rootfs -type f -print0 | LC_ALL=C sort -z |
+		(cd "$HERE" && find build.sh buildlib.sh kernel.config prebuilt rootfs -type f -print0 | LC_ALL=C sort -z |
 			xargs -0 sha256sum)
 		(cd "$HERE" && find rootfs -perm -u+x -type f | LC_ALL=C sort)
 	} | sha256sum | cut -c1-16
@@ -454,13 +428,6 @@ images() {
 	log "image $KERNELBOOT_REF: $out/kernelboot.tar"
 	log "image ${CONTAINERDISK_REFS[*]}: $out/containerdisk.tar"
 	log "image ${ALPINE_REFS[*]}: $out/alpine.tar"
-}
-
-# image_tool_key hashes the Go sources of cmd/podvirt-image and the packages of this module it uses.
-image_tool_key() {
-	(cd "$REPO" && go list -deps -f '{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}' ./cmd/podvirt-image |
-		while read -r d; do find "$d" -maxdepth 1 -name '*.go' ! -name '*_test.go'; done |
-		LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 }
 
 # main runs one command; the script ends in one line that calls it, so editing this file while a build

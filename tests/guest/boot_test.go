@@ -37,17 +37,24 @@ type guestBuild struct {
 // buildGuest runs hack/guest/build.sh (cached: seconds when nothing changed) and reads its guest.env.
 func buildGuest(t *testing.T) guestBuild {
 	t.Helper()
+	return runGuestBuild(t, "build.sh")
+}
+
+// runGuestBuild runs the guest build hack/guest/<script>, which prints its output directory last, and
+// reads the guest.env there.
+func runGuestBuild(t *testing.T, script string) guestBuild {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(root, "hack", "guest", "build.sh"))
+	cmd := exec.Command(filepath.Join(root, "hack", "guest", script))
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("hack/guest/build.sh: %v\n%s", err, stderr.String())
+		t.Fatalf("hack/guest/%s: %v\n%s", script, err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	b := guestBuild{dir: lines[len(lines)-1], env: map[string]string{}}

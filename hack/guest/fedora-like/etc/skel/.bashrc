@@ -1,0 +1,1 @@
+# The prompt is /etc/bash.bashrc's (Fedora's); add your own settings below.
