@@ -70,7 +70,7 @@ func NewCommand(name string, streams genericiooptions.IOStreams) *cobra.Command 
 		newSoftRebootCommand, newResetCommand, newMigrateCommand, newMigrateCancelCommand, newConsoleCommand, newVNCCommand, newPortForwardCommand,
 		newLogsCommand, newExposeCommand, newCreateCommand, newSSHCommand, newSCPCommand, newDashboardCommand, newVersionCommand,
 		newGuestOSInfoCommand, newUserListCommand, newFSListCommand, newFreezeCommand, newUnfreezeCommand, newExecCommand,
-		newExpandCommand,
+		newExpandCommand, newCredentialsCommand,
 	} {
 		root.AddCommand(newCmd(kube, streams))
 	}

@@ -102,6 +102,12 @@ func applyLive(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status, o obs
 // a Condition needs one).
 const ReasonGuestAgentConnected = "GuestAgentConnected"
 
+// Reasons of AccessCredentialsSynchronized (KubeVirt's Event reasons for the same outcomes).
+const (
+	ReasonAccessCredentialsSyncSuccess = "AccessCredentialsSyncSuccess"
+	ReasonAccessCredentialsSyncFailed  = "AccessCredentialsSyncFailed"
+)
+
 // setGuestAgent follows the guest agent: the AgentConnected condition while it is connected (none
 // otherwise, as KubeVirt), the OS it reported, and whether the file systems are frozen.
 func setGuestAgent(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status) {
@@ -116,6 +122,14 @@ func setGuestAgent(vmi *virtv1.VirtualMachineInstance, live launcherv1.Status) {
 	}
 	if live.GuestOSInfo != nil {
 		st.GuestOSInfo = *live.GuestOSInfo
+	}
+	if c := live.AccessCredentials; c != nil {
+		cond := metav1.Condition{Type: virtv1.VirtualMachineInstanceAccessCredentialsSynchronized, Status: metav1.ConditionTrue,
+			Reason: ReasonAccessCredentialsSyncSuccess, Message: c.Message, ObservedGeneration: vmi.Generation}
+		if !c.Synchronized {
+			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonAccessCredentialsSyncFailed
+		}
+		meta.SetStatusCondition(&st.Conditions, cond)
 	}
 	st.FSFreezeStatus = ""
 	if live.Frozen {

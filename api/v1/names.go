@@ -8,7 +8,7 @@ import (
 
 // NameErrors checks every name of the spec that becomes part of a path or a device name on the node
 // (volumes, disks, interfaces, networks: DNS-1123 labels, as the CRD's pattern says; the Secrets
-// cloud-init reads: DNS-1123 subdomains, as Kubernetes names them), naming each field that breaks the
+// cloud-init and accessCredentials read: DNS-1123 subdomains, as Kubernetes names them), naming each field that breaks the
 // rule. Admission refuses such a spec; the launcher Pod's and the domain's renderers refuse it again,
 // so a name that slipped past admission (an old object, a changed CRD) never leaves its directory.
 func (s *VirtualMachineInstanceSpec) NameErrors(fld *field.Path) field.ErrorList {
@@ -18,12 +18,14 @@ func (s *VirtualMachineInstanceSpec) NameErrors(fld *field.Path) field.ErrorList
 			errs = append(errs, field.Invalid(p, name, msg))
 		}
 	}
-	secret := func(p *field.Path, ref *corev1.LocalObjectReference) {
-		if ref == nil {
-			return
+	subdomain := func(p *field.Path, name string) {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(p, name, msg))
 		}
-		for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
-			errs = append(errs, field.Invalid(p.Child("name"), ref.Name, msg))
+	}
+	secret := func(p *field.Path, ref *corev1.LocalObjectReference) {
+		if ref != nil {
+			subdomain(p.Child("name"), ref.Name)
 		}
 	}
 	for i, v := range s.Volumes {
@@ -36,6 +38,16 @@ func (s *VirtualMachineInstanceSpec) NameErrors(fld *field.Path) field.ErrorList
 		if cd := v.CloudInitConfigDrive; cd != nil {
 			secret(p.Child("cloudInitConfigDrive", "secretRef"), cd.SecretRef)
 			secret(p.Child("cloudInitConfigDrive", "networkDataSecretRef"), cd.NetworkDataSecretRef)
+		}
+	}
+	for i := range s.AccessCredentials {
+		c := &s.AccessCredentials[i]
+		if name := c.SecretName(); name != "" {
+			kind := "sshPublicKey"
+			if c.UserPassword != nil {
+				kind = "userPassword"
+			}
+			subdomain(fld.Child("accessCredentials").Index(i).Child(kind, "source", "secret", "secretName"), name)
 		}
 	}
 	for i, d := range s.Domain.Devices.Disks {

@@ -40,6 +40,11 @@ func TestNameErrors(t *testing.T) {
 			s.Volumes[1].CloudInitNoCloud = nil
 			s.Volumes[1].CloudInitConfigDrive = &CloudInitConfigDriveSource{NetworkDataSecretRef: &corev1.LocalObjectReference{Name: "/etc"}}
 		}), "spec.volumes[1].cloudInitConfigDrive.networkDataSecretRef.name"},
+		{"access credential secret", spec(func(s *VirtualMachineInstanceSpec) {
+			s.AccessCredentials = []AccessCredential{{UserPassword: &UserPasswordAccessCredential{
+				Source: UserPasswordAccessCredentialSource{Secret: &AccessCredentialSecretSource{SecretName: "../podvirt-private"}},
+			}}}
+		}), "spec.accessCredentials[0].userPassword.source.secret.secretName"},
 	} {
 		errs := tc.spec.NameErrors(field.NewPath("spec"))
 		if tc.field == "" {

@@ -139,13 +139,16 @@ func (p VirtualMachineInstancePhase) IsFinal() bool { return p == Succeeded || p
 
 // VirtualMachineInstance condition types.
 const (
-	VirtualMachineInstanceReady             = "Ready"
-	VirtualMachineInstancePaused            = "Paused"
-	VirtualMachineInstanceProvisioning      = "Provisioning"
-	VirtualMachineInstanceSynchronized      = "Synchronized"
-	VirtualMachineInstanceAgentConnected    = "AgentConnected"
-	VirtualMachineInstanceLiveMigratable    = "LiveMigratable"
-	VirtualMachineInstanceSoftwareEmulation = "SoftwareEmulation"
+	VirtualMachineInstanceReady          = "Ready"
+	VirtualMachineInstancePaused         = "Paused"
+	VirtualMachineInstanceProvisioning   = "Provisioning"
+	VirtualMachineInstanceSynchronized   = "Synchronized"
+	VirtualMachineInstanceAgentConnected = "AgentConnected"
+	// VirtualMachineInstanceAccessCredentialsSynchronized: the guest agent put the keys and
+	// passwords of accessCredentials into the guest (False: the message says what failed).
+	VirtualMachineInstanceAccessCredentialsSynchronized = "AccessCredentialsSynchronized"
+	VirtualMachineInstanceLiveMigratable                = "LiveMigratable"
+	VirtualMachineInstanceSoftwareEmulation             = "SoftwareEmulation"
 	// VirtualMachineInstancePodScheduled mirrors the launcher Pod's PodScheduled condition.
 	VirtualMachineInstancePodScheduled = "PodScheduled"
 )

@@ -96,6 +96,7 @@ func DefaultInstance(spec *virtv1.VirtualMachineInstanceSpec) {
 func ValidateInstanceSpec(spec *virtv1.VirtualMachineInstanceSpec, namespace string, policy Policy, fld *field.Path) field.ErrorList {
 	errs := Unsupported(spec, InstanceFamilies, fld)
 	errs = append(errs, spec.NameErrors(fld)...)
+	errs = append(errs, spec.AccessCredentialErrors(fld.Child("accessCredentials"))...)
 	if s := spec.EvictionStrategy; s != nil && *s == virtv1.EvictionStrategyExternal && !policy.ExternalEviction {
 		errs = append(errs, field.Forbidden(fld.Child("evictionStrategy"), "External is refused: this cluster does not allow it (virt-api --allow-external-eviction), as a drain would wait with no bound for a controller to move the guest"))
 	}

@@ -176,7 +176,7 @@ var InstanceFamilies = []Family{
 	{Path: "readinessProbe.tcpSocket", Support: Refused, Note: "user-mode networking accepts every forwarded connection itself, so a TCP probe would always pass; use httpGet"},
 	{Path: "readinessProbe.exec", Support: Refused, Note: "needs the guest agent"},
 	{Path: "readinessProbe.guestAgentPing", Support: Refused, Note: "needs the guest agent"},
-	{Path: "accessCredentials", Support: Refused},
+	{Path: "accessCredentials", Support: Implemented, Note: "sshPublicKey through the guest agent (the users' authorized_keys, kept in step with the Secret) or into the cloud-init seed (noCloud, configDrive); userPassword through the guest agent; condition AccessCredentialsSynchronized"},
 	{Path: "architecture", Support: Implemented, Note: "amd64, the nodes' own; any other value is refused"},
 	{Path: "resourceClaims", Support: Refused, Note: "dynamic resource allocation"},
 	{Path: "serviceAccountName", Support: Refused},

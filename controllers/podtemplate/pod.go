@@ -236,7 +236,7 @@ func kubeletTokenVolume() corev1.Volume {
 var kubeletTokenMount = corev1.VolumeMount{Name: launcherv1.KubeletTokenVolume, MountPath: launcherv1.KubeletTokenDir, ReadOnly: true}
 
 // podVolumes: the private emptyDir (of at most private bytes) and the bin one, one secret volume per Secret the cloud-init volumes
-// name, one volume per PVC, config disk or host disk directory, huge pages, the persistent state
+// and accessCredentials name, one volume per PVC, config disk or host disk directory, huge pages, the persistent state
 // claim; and the compute container's mounts of them.
 func podVolumes(vmi *virtv1.VirtualMachineInstance, private resource.Quantity) ([]corev1.Volume, []corev1.VolumeMount) {
 	mounts := []corev1.VolumeMount{privateMount, kubeletTokenMount}
@@ -286,6 +286,17 @@ func podVolumes(vmi *virtv1.VirtualMachineInstance, private resource.Quantity) (
 			}})
 			mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.PVCMountRoot, v.Name), ReadOnly: readOnly})
 		}
+	}
+	// The Secrets of accessCredentials, where the launcher reads them (kubelet keeps them current).
+	for i := range vmi.Spec.AccessCredentials {
+		name := vmi.Spec.AccessCredentials[i].SecretName()
+		if name == "" || mounted[name] {
+			continue
+		}
+		mounted[name] = true
+		volName := fmt.Sprintf("credential%d", i)
+		volumes = append(volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(launcherv1.SecretMountRoot, name), ReadOnly: true})
 	}
 	if m := vmi.Spec.Domain.Memory; m != nil && m.Hugepages != nil {
 		volumes = append(volumes, corev1.Volume{Name: launcherv1.HugepagesVolume, VolumeSource: corev1.VolumeSource{

@@ -105,6 +105,8 @@ type guest struct {
 	agentCalls  sync.WaitGroup
 	// agentFetching is set while a fetch started by the agent's connecting runs.
 	agentFetching atomic.Bool
+	// credState is the outcome of the last propagation of accessCredentials (accesscredentials.go).
+	credState atomic.Pointer[launcherv1.CredentialSync]
 	// lastHeard is when the node agent last sent a request (boottime.Now: the wall clock may step,
 	// and a suspended or frozen node's silence must count when it thaws).
 	lastHeard atomic.Int64
@@ -133,7 +135,9 @@ type guest struct {
 	thawTries int
 	// agentUp: the guest agent was connected at the last refresh.
 	agentUp bool
-	stopped *lifecycle
+	// credSync: the goroutine propagating accessCredentials was started.
+	credSync bool
+	stopped  *lifecycle
 	// watchdogOff: the guest's watchdog expired and its action is poweroff (qemu exits).
 	watchdogOff bool
 	// goneSince is when the domain was first found gone before its STOPPED event was read.
@@ -447,7 +451,11 @@ func (g *guest) refresh() (final launcherv1.Status, gone bool) {
 		st.State = stateOf(state)
 		st.Reason, st.Message = launcherv1.ReasonStarted, g.memMessage
 		g.followAgent(agentConnected(g.dom))
+		if g.agentUp {
+			g.startCredentialSync()
+		}
 		st.AgentConnected, st.Frozen, st.GuestOSInfo = g.agentUp, g.frozen, g.guestOS()
+		st.AccessCredentials = g.credState.Load()
 		if st.State == launcherv1.DomainPaused && reason == int(libvirt.DOMAIN_PAUSED_SHUTTING_DOWN) && !g.shutdownReq {
 			// An ACPI reboot: libvirt stops the powered-off guest for a moment, resets and resumes it.
 			st.State = launcherv1.DomainRunning

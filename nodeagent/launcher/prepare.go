@@ -18,6 +18,7 @@ import (
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/launcher/cloudinit"
+	"github.com/podvirt/podvirt/nodeagent/launcher/credentials"
 	"github.com/podvirt/podvirt/nodeagent/launcher/diskcopy"
 	"github.com/podvirt/podvirt/nodeagent/launcher/domainxml"
 	"github.com/podvirt/podvirt/nodeagent/launcher/isoimage"
@@ -337,18 +338,7 @@ func ensurePVCImage(path string) error {
 
 // createSeed builds the NoCloud ISO; secrets come from secretsDir/<name>/<key>.
 func createSeed(vmi *virtv1.VirtualMachineInstance, f domainxml.File, secretsDir string) error {
-	lookup := func(name string) (map[string][]byte, error) {
-		files, err := isoimage.FromDir(filepath.Join(secretsDir, name))
-		if err != nil {
-			return nil, fmt.Errorf("read secret %s: %w", name, err)
-		}
-		data := map[string][]byte{}
-		for _, f := range files {
-			data[f.Name] = f.Data
-		}
-		return data, nil
-	}
-	seed, err := cloudinit.SeedFor(vmi, f.Volume, lookup)
+	seed, err := cloudinit.SeedFor(vmi, f.Volume, credentials.MountedSecrets(secretsDir))
 	if err != nil {
 		return err
 	}

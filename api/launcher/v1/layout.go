@@ -105,7 +105,7 @@ const (
 	HugepagesDir    = "/dev/hugepages"
 
 	// SecretMountRoot is where the Secrets a VMI's cloudInitNoCloud volumes refer to (secretRef,
-	// networkDataSecretRef) are mounted read-only in the compute container: SecretMountRoot/<secret
+	// networkDataSecretRef) and its accessCredentials' Secrets are mounted read-only in the compute container: SecretMountRoot/<secret
 	// name>/<key>, one file per key (an ordinary secret volume).
 	SecretMountRoot = "/var/run/podvirt-secrets"
 )

@@ -257,11 +257,22 @@ type Status struct {
 	Frozen bool `json:"frozen,omitempty"`
 	// GuestOSInfo is what the guest agent last said of the guest's OS (nil before it said anything).
 	GuestOSInfo *virtv1.VirtualMachineInstanceGuestOSInfo `json:"guestOSInfo,omitempty"`
+	// AccessCredentials is how the last propagation of the accessCredentials the guest agent
+	// carries went (nil: the instance has none, or none was tried yet).
+	AccessCredentials *CredentialSync `json:"accessCredentials,omitempty"`
 	// Migration is the guest's live migration from or to this launcher, if any.
 	Migration *MigrationStatus `json:"migration,omitempty"`
 	// NodeCheck is the Digest of where the launcher asks for its kubelet's lease; "" while it
 	// does not know.
 	NodeCheck string `json:"nodeCheck,omitempty"`
+}
+
+// CredentialSync is the outcome of one propagation of accessCredentials through the guest agent.
+type CredentialSync struct {
+	// Synchronized: the guest holds every key and password of the credentials' Secrets.
+	Synchronized bool `json:"synchronized"`
+	// Message says what failed, or what was done.
+	Message string `json:"message,omitempty"`
 }
 
 // MigrationRole is the launcher's side of a migration.

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
+	"github.com/podvirt/podvirt/nodeagent/launcher/credentials"
 	"github.com/podvirt/podvirt/nodeagent/launcher/isoimage"
 )
 
@@ -35,17 +37,17 @@ type Seed struct {
 	UserData []byte
 	// NetworkData is the network-config file; nil means no file.
 	NetworkData []byte
+	// PublicKeys are the SSH public keys of the accessCredentials propagated through this seed
+	// (meta-data public-keys, meta_data.json public_keys): cloud-init gives them to the default user.
+	PublicKeys []string
 }
-
-// SecretLookup returns the data of the Secret with the given name (the caller reads it from wherever the
-// Pod has it; this package does not talk to Kubernetes).
-type SecretLookup func(name string) (map[string][]byte, error)
 
 // SeedFor is the seed of the cloudInitNoCloud (or cloudInitConfigDrive) volume named volume in vmi. The instance-id is
 // "<name>.<namespace>" (stable across restarts, as KubeVirt does) and the hostname is spec.hostname or
 // the VMI's name. secrets resolves secretRef and networkDataSecretRef; it may be nil when none is used.
-func SeedFor(vmi *virtv1.VirtualMachineInstance, volume string, secrets SecretLookup) (Seed, error) {
+func SeedFor(vmi *virtv1.VirtualMachineInstance, volume string, secrets credentials.SecretLookup) (Seed, error) {
 	var src *virtv1.CloudInitNoCloudSource
+	configDrive := false
 	field := fmt.Sprintf("spec.volumes[name=%s].cloudInitNoCloud", volume)
 	for i := range vmi.Spec.Volumes {
 		v := &vmi.Spec.Volumes[i]
@@ -59,6 +61,7 @@ func SeedFor(vmi *virtv1.VirtualMachineInstance, volume string, secrets SecretLo
 			src = &virtv1.CloudInitNoCloudSource{UserData: cd.UserData, UserDataBase64: cd.UserDataBase64, SecretRef: cd.SecretRef,
 				NetworkData: cd.NetworkData, NetworkDataBase64: cd.NetworkDataBase64, NetworkDataSecretRef: cd.NetworkDataSecretRef}
 			field = fmt.Sprintf("spec.volumes[name=%s].cloudInitConfigDrive", volume)
+			configDrive = true
 		}
 	}
 	if src == nil {
@@ -77,11 +80,19 @@ func SeedFor(vmi *virtv1.VirtualMachineInstance, volume string, secrets SecretLo
 	if err != nil {
 		return Seed{}, err
 	}
+	if len(vmi.Spec.AccessCredentials) > 0 {
+		if secrets == nil {
+			return Seed{}, errors.New("spec.accessCredentials: the launcher has no Secrets to read")
+		}
+		if seed.PublicKeys, err = credentials.CloudInitKeys(vmi.Spec.AccessCredentials, configDrive, secrets); err != nil {
+			return Seed{}, fmt.Errorf("spec.accessCredentials: %w", err)
+		}
+	}
 	return seed, nil
 }
 
 // pick returns the one of text, base64 or secret that is set (nil when none is).
-func pick(field, name, text, b64 string, ref *corev1.LocalObjectReference, secrets SecretLookup, keys ...string) ([]byte, error) {
+func pick(field, name, text, b64 string, ref *corev1.LocalObjectReference, secrets credentials.SecretLookup, keys ...string) ([]byte, error) {
 	switch {
 	case text != "":
 		return []byte(text), nil
@@ -109,9 +120,15 @@ func pick(field, name, text, b64 string, ref *corev1.LocalObjectReference, secre
 	return nil, nil
 }
 
-// MetaData is the meta-data file of seed.
+// MetaData is the meta-data file of seed. The keys are written as a JSON list (JSON is YAML), so no
+// key's text can add lines of its own.
 func (s Seed) MetaData() []byte {
-	return []byte(fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", s.InstanceID, s.Hostname))
+	md := fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", s.InstanceID, s.Hostname)
+	if len(s.PublicKeys) > 0 {
+		keys, _ := json.Marshal(s.PublicKeys) // []string always encodes
+		md += "public-keys: " + string(keys) + "\n"
+	}
+	return []byte(md)
 }
 
 // ConfigDriveLabel is the label cloud-init's ConfigDrive datasource looks for.
@@ -123,7 +140,15 @@ func WriteConfigDrive(path string, seed Seed) error {
 	if seed.InstanceID == "" {
 		return errors.New("seed: instance-id is empty")
 	}
-	meta, err := json.Marshal(map[string]string{"uuid": seed.InstanceID, "hostname": seed.Hostname, "name": seed.Hostname})
+	md := map[string]any{"uuid": seed.InstanceID, "hostname": seed.Hostname, "name": seed.Hostname}
+	if len(seed.PublicKeys) > 0 {
+		keys := map[string]string{}
+		for i, k := range seed.PublicKeys {
+			keys[strconv.Itoa(i)] = k
+		}
+		md["public_keys"] = keys
+	}
+	meta, err := json.Marshal(md)
 	if err != nil {
 		return fmt.Errorf("encode meta_data.json: %w", err)
 	}

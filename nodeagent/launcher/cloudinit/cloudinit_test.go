@@ -15,6 +15,7 @@ import (
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 	"github.com/podvirt/podvirt/nodeagent/launcher/cloudinit"
+	"github.com/podvirt/podvirt/nodeagent/launcher/credentials"
 	"github.com/podvirt/podvirt/nodeagent/launcher/isoimage"
 )
 
@@ -153,7 +154,7 @@ func TestSeedErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var lookup cloudinit.SecretLookup
+			var lookup credentials.SecretLookup
 			if tc.src.NetworkDataSecretRef != nil {
 				lookup = func(string) (map[string][]byte, error) { return map[string][]byte{}, nil }
 			}
@@ -210,5 +211,49 @@ func TestConfigDrive(t *testing.T) {
 		if err != nil || string(data) != want {
 			t.Errorf("%s: %q, %v; want %q", name, data, err, want)
 		}
+	}
+}
+
+// Keys of noCloud (configDrive) credentials go into the seed's meta-data (meta_data.json) and nowhere
+// else; a key's text cannot add a line of its own.
+func TestSeedCarriesCredentialKeys(t *testing.T) {
+	cred := func(name string, m virtv1.SSHPublicKeyAccessCredentialPropagationMethod) virtv1.AccessCredential {
+		return virtv1.AccessCredential{SSHPublicKey: &virtv1.SSHPublicKeyAccessCredential{
+			Source: virtv1.SSHPublicKeyAccessCredentialSource{Secret: &virtv1.AccessCredentialSecretSource{SecretName: name}}, PropagationMethod: m}}
+	}
+	secrets := map[string]map[string][]byte{
+		"nc":    {"k": []byte(`ssh-ed25519 AAAA "quoted" user` + "\n")},
+		"cd":    {"k": []byte("ssh-rsa BBBB drive")},
+		"agent": {"k": []byte("ssh-rsa CCCC agent")},
+	}
+	lookup := func(name string) (map[string][]byte, error) { return secrets[name], nil }
+	vmi := vmiWith(virtv1.CloudInitNoCloudSource{UserData: "#cloud-config\n"})
+	vmi.Spec.AccessCredentials = []virtv1.AccessCredential{
+		cred("nc", virtv1.SSHPublicKeyAccessCredentialPropagationMethod{NoCloud: &virtv1.NoCloudSSHPublicKeyAccessCredentialPropagation{}}),
+		cred("cd", virtv1.SSHPublicKeyAccessCredentialPropagationMethod{ConfigDrive: &virtv1.ConfigDriveSSHPublicKeyAccessCredentialPropagation{}}),
+		cred("agent", virtv1.SSHPublicKeyAccessCredentialPropagationMethod{QemuGuestAgent: &virtv1.QemuGuestAgentSSHPublicKeyAccessCredentialPropagation{Users: []string{"root"}}}),
+	}
+	seed, err := cloudinit.SeedFor(vmi, "cloudinitdisk", lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "instance-id: vm-cirros.default\nlocal-hostname: vm-cirros\npublic-keys: [\"ssh-ed25519 AAAA \\\"quoted\\\" user\"]\n"
+	if got := string(seed.MetaData()); got != want {
+		t.Errorf("meta-data = %q, want %q", got, want)
+	}
+
+	vmi.Spec.Volumes[0].VolumeSource = virtv1.VolumeSource{CloudInitConfigDrive: &virtv1.CloudInitConfigDriveSource{UserData: "#cloud-config\n"}}
+	seed, err = cloudinit.SeedFor(vmi, "cloudinitdisk", lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seed.PublicKeys) != 1 || seed.PublicKeys[0] != "ssh-rsa BBBB drive" {
+		t.Errorf("config drive keys = %q", seed.PublicKeys)
+	}
+
+	secrets["nc"]["k"] = []byte("ssh-ed25519 AAAA\x1b]0;owned\x07")
+	vmi.Spec.Volumes[0].VolumeSource = virtv1.VolumeSource{CloudInitNoCloud: &virtv1.CloudInitNoCloudSource{}}
+	if _, err := cloudinit.SeedFor(vmi, "cloudinitdisk", lookup); err == nil || !strings.Contains(err.Error(), "spec.accessCredentials: secret nc key k") {
+		t.Errorf("a key with control characters: error %v", err)
 	}
 }
