@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/ssh"
@@ -103,7 +105,7 @@ func newCredentialsCommand(kube *genericclioptions.ConfigFlags, streams generici
 // Complete reads --file (bounded), and checks the user name, the key and the password.
 func (o *CredentialsOptions) Complete() error {
 	if !virtv1.ValidGuestUserName(o.User) {
-		return fmt.Errorf("--user %q is not a user name: letters, digits, _ . - (not first), at most %d characters", o.User, virtv1.MaxGuestUserNameLength)
+		return fmt.Errorf("--user %q is not %s", o.User, virtv1.GuestUserNameRule)
 	}
 	if o.File != "" {
 		f, err := os.Open(o.File)
@@ -129,8 +131,8 @@ func (o *CredentialsOptions) Complete() error {
 			return fmt.Errorf("not a public key in authorized_keys format: %w", err)
 		}
 	}
-	if strings.ContainsAny(o.Password, "\x00\n") {
-		return errors.New("--password may not hold a NUL or a newline")
+	if strings.ContainsAny(o.Password, "\x00\n") || len(o.Password) > virtv1.MaxCredentialPasswordLength {
+		return fmt.Errorf("--password: at most %d bytes, no NUL or newline", virtv1.MaxCredentialPasswordLength)
 	}
 	c, err := o.connect()
 	if err != nil {
@@ -202,22 +204,41 @@ func (o *CredentialsOptions) AddKey(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("error getting secret %q: %w", secrets[0], err)
 	}
-	for _, v := range s.Data {
-		if slices.Contains(strings.Split(string(v), "\n"), o.Key) {
-			fmt.Fprintf(o.Out, "Secret %q already contains this SSH key.\n", s.Name)
-			return nil
-		}
+	if want, _, _, _, _ := ssh.ParseAuthorizedKey([]byte(o.Key)); dropKey(s.DeepCopy(), want) > 0 {
+		fmt.Fprintf(o.Out, "Secret %q already contains this SSH key.\n", s.Name)
+		return nil
 	}
 	if err := o.owned(vm, s); err != nil {
 		return err
 	}
-	patch, _ := json.Marshal([]map[string]any{{"op": "add", "path": "/data/" + keyName(), "value": []byte(o.Key)}})
-	if _, err := o.c.kube.CoreV1().Secrets(o.c.namespace).Patch(ctx, s.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("error patching secret %q: %w", s.Name, err)
+	if err := o.patchData(ctx, s, keyName(), o.Key); err != nil {
+		return err
 	}
 	fmt.Fprintf(o.Out, "Successfully added the key to secret %q\n", s.Name)
 	return nil
 }
+
+// patchData sets the Secret's data key to value with a JSON patch (creating data when it has none),
+// conditional on the Secret being as read.
+func (o *CredentialsOptions) patchData(ctx context.Context, s *corev1.Secret, key, value string) error {
+	var ops []map[string]any
+	if s.ResourceVersion != "" {
+		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": s.ResourceVersion})
+	}
+	if s.Data == nil {
+		ops = append(ops, map[string]any{"op": "add", "path": "/data", "value": map[string][]byte{key: []byte(value)}})
+	} else {
+		ops = append(ops, map[string]any{"op": "add", "path": "/data/" + jsonPointerEscape.Replace(key), "value": []byte(value)})
+	}
+	patch, _ := json.Marshal(ops)
+	if _, err := o.c.kube.CoreV1().Secrets(o.c.namespace).Patch(ctx, s.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("error patching secret %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+// jsonPointerEscape escapes a key for a JSON patch path (RFC 6901).
+var jsonPointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
 
 // createKeySecret creates a Secret holding the key, owned by the VM, and adds it to the VM's
 // accessCredentials for the user; if the VM cannot be changed, the Secret is deleted again.
@@ -250,7 +271,10 @@ func (o *CredentialsOptions) createKeySecret(ctx context.Context, vm *virtv1.Vir
 	}
 	patch, _ := json.Marshal(ops)
 	if err := o.c.client.Patch(ctx, vm, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		if derr := o.c.kube.CoreV1().Secrets(o.c.namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+		// The Secret goes again even when ctx ended (Ctrl-C): nothing is left half-made.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if derr := o.c.kube.CoreV1().Secrets(o.c.namespace).Delete(cleanup, s.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
 			return fmt.Errorf("error patching virtual machine: %w (and secret %s, created for it, could not be deleted: %v)", err, s.Name, derr)
 		}
 		return fmt.Errorf("error patching virtual machine: %w", err)
@@ -259,22 +283,37 @@ func (o *CredentialsOptions) createKeySecret(ctx context.Context, vm *virtv1.Vir
 	return nil
 }
 
-// RemoveKey removes the key from every Secret of the user (or --secret): lines that start with it.
+// RemoveKey removes the key from every Secret of the user (or --secret): the lines holding the same
+// public key, whatever their options and comment. Every Secret's owner is checked before any is
+// changed; finding the key nowhere is an error.
 func (o *CredentialsOptions) RemoveKey(ctx context.Context) error {
 	vm, err := o.getVM(ctx)
 	if err != nil {
 		return err
 	}
-	secrets := o.secretsOf(vm, false)
-	if len(secrets) == 0 {
+	names := o.secretsOf(vm, false)
+	if len(names) == 0 {
 		if o.Secret != "" {
 			return fmt.Errorf("secret %s is not associated with user %s", o.Secret, o.User)
 		}
 		fmt.Fprintf(o.Out, "No secrets associated with user %s\n", o.User)
 		return nil
 	}
+	want, _, _, _, _ := ssh.ParseAuthorizedKey([]byte(o.Key)) // Complete checked it
 	api := o.c.kube.CoreV1().Secrets(o.c.namespace)
-	for _, name := range secrets {
+	for _, name := range names {
+		s, err := api.Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("error getting secret %q: %w", name, err)
+		}
+		if err == nil {
+			if err := o.owned(vm, s); err != nil {
+				return err
+			}
+		}
+	}
+	removed := 0
+	for _, name := range names {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			s, err := api.Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
@@ -283,36 +322,49 @@ func (o *CredentialsOptions) RemoveKey(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("error getting secret %q: %w", name, err)
 			}
-			if err := o.owned(vm, s); err != nil {
-				return err
-			}
-			changed := false
-			for k, v := range s.Data {
-				lines := slices.DeleteFunc(strings.Split(string(v), "\n"), func(l string) bool {
-					l = strings.TrimSpace(l)
-					return l == "" || strings.HasPrefix(l, o.Key)
-				})
-				if kept := strings.Join(lines, "\n"); kept != string(v) {
-					changed = true
-					if kept == "" {
-						delete(s.Data, k)
-					} else {
-						s.Data[k] = []byte(kept)
-					}
-				}
-			}
-			if !changed {
+			n := dropKey(s, want)
+			if n == 0 {
 				return nil
 			}
-			_, err = api.Update(ctx, s, metav1.UpdateOptions{})
-			return err
+			if _, err := api.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+			removed += n
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("error updating secret %q: %w", name, err)
 		}
 	}
+	if removed == 0 {
+		return fmt.Errorf("the key is in none of the secrets of user %s (%s)", o.User, strings.Join(names, ", "))
+	}
 	fmt.Fprintf(o.Out, "Successfully removed the key from the secrets of user %s\n", o.User)
 	return nil
+}
+
+// dropKey removes from the Secret's values the lines holding the public key want (and blank lines
+// of the values it changes), deletes values left empty, and returns how many lines went.
+func dropKey(s *corev1.Secret, want ssh.PublicKey) int {
+	removed := 0
+	for k, v := range s.Data {
+		lines := strings.Split(string(v), "\n")
+		kept := slices.DeleteFunc(slices.Clone(lines), func(l string) bool {
+			pk, _, _, _, err := ssh.ParseAuthorizedKey([]byte(l))
+			return err == nil && bytes.Equal(pk.Marshal(), want.Marshal())
+		})
+		if len(kept) == len(lines) {
+			continue
+		}
+		removed += len(lines) - len(kept)
+		kept = slices.DeleteFunc(kept, func(l string) bool { return strings.TrimSpace(l) == "" })
+		if len(kept) == 0 {
+			delete(s.Data, k)
+		} else {
+			s.Data[k] = []byte(strings.Join(kept, "\n"))
+		}
+	}
+	return removed
 }
 
 // SetPassword sets the user's password in the VM's password Secret (or --secret).
@@ -341,14 +393,8 @@ func (o *CredentialsOptions) SetPassword(ctx context.Context) error {
 	if err := o.owned(vm, s); err != nil {
 		return err
 	}
-	op := map[string]any{"op": "add", "path": "/data/" + o.User, "value": []byte(o.Password)}
-	ops := []map[string]any{op}
-	if s.Data == nil {
-		ops = []map[string]any{{"op": "add", "path": "/data", "value": map[string][]byte{o.User: []byte(o.Password)}}}
-	}
-	patch, _ := json.Marshal(ops)
-	if _, err := api.Patch(ctx, s.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("error patching secret %q: %w", s.Name, err)
+	if err := o.patchData(ctx, s, o.User, o.Password); err != nil {
+		return err
 	}
 	fmt.Fprintf(o.Out, "Successfully set password in secret %q\n", s.Name)
 	return nil

@@ -81,8 +81,8 @@ func TestCredentials(t *testing.T) {
 	require.Len(t, secrets(), 1)
 	assert.Len(t, secrets()[0].Data, 2)
 
-	_, err = run(remove, &CredentialsOptions{User: "fedora", Key: testKey1})
-	require.NoError(t, err)
+	_, err = run(remove, &CredentialsOptions{User: "fedora", Key: strings.Replace(testKey1, "one@example", "another-comment", 1)})
+	require.NoError(t, err, "the same key with another comment is the same key")
 	data := secrets()[0].Data
 	require.Len(t, data, 1)
 	for _, v := range data {
@@ -91,6 +91,8 @@ func TestCredentials(t *testing.T) {
 	out, err = run(remove, &CredentialsOptions{User: "root", Key: testKey1})
 	require.NoError(t, err)
 	assert.Equal(t, "No secrets associated with user root\n", out)
+	_, err = run(remove, &CredentialsOptions{User: "fedora", Key: testKey1})
+	assert.ErrorContains(t, err, "the key is in none of the secrets of user fedora", "removing what is not there says so")
 
 	_, err = run(add, &CredentialsOptions{User: "fedora", Key: "ssh-ed25519 not-base64"})
 	assert.ErrorContains(t, err, "not a public key")

@@ -1,30 +1,35 @@
 package v1
 
 import (
-	"fmt"
-	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Bounds of spec.accessCredentials: what one instance may ask the launcher to read and push into its guest.
 const (
-	// MaxAccessCredentials is the most entries spec.accessCredentials may have.
-	MaxAccessCredentials = 16
-	// MaxCredentialUsers is the most users one qemuGuestAgent propagation may name.
-	MaxCredentialUsers = 32
-	// MaxGuestUserNameLength is the longest guest user name (Linux's useradd takes 32).
-	MaxGuestUserNameLength = 32
+	// MaxAccessCredentials is the most entries spec.accessCredentials may have (KubeVirt's schema's).
+	MaxAccessCredentials = 256
+	// MaxCredentialUsers is the most users one qemuGuestAgent propagation, or one password Secret, may name.
+	MaxCredentialUsers = 256
+	// MaxGuestUserNameLength is the longest guest user name, in bytes.
+	MaxGuestUserNameLength = 256
+	// MaxCredentialPasswordLength is the longest password a userPassword Secret may hold, in bytes.
+	MaxCredentialPasswordLength = 1 << 10
 )
 
-// guestUserName is a user name as guests know them: letters, digits, _ . - (not first, but _), and a
-// trailing $ as Samba's machine accounts have.
-var guestUserName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$`)
+// GuestUserNameRule says what ValidGuestUserName accepts, for messages.
+const GuestUserNameRule = "a user name: 1 to 256 bytes of UTF-8, no control characters, no / or :"
 
 // ValidGuestUserName says whether name can name a user in the guest (the user names of
-// propagationMethod.qemuGuestAgent.users, and the keys of a userPassword Secret).
+// propagationMethod.qemuGuestAgent.users, and the keys of a userPassword Secret). Guests name users
+// in many ways (user@domain, Windows names with spaces), so only what cannot be a name anywhere is
+// refused: nothing, control characters, a path separator, the passwd file's separator.
 func ValidGuestUserName(name string) bool {
-	return len(name) <= MaxGuestUserNameLength && guestUserName.MatchString(name)
+	return name != "" && len(name) <= MaxGuestUserNameLength && utf8.ValidString(name) &&
+		strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || r == '/' || r == ':' }) < 0
 }
 
 // SecretName is the Secret the credential reads, or "" when it names none.
@@ -111,7 +116,7 @@ func sshKeyErrors(c *SSHPublicKeyAccessCredential, hasNoCloud, hasConfigDrive bo
 		}
 		for j, u := range a.Users {
 			if !ValidGuestUserName(u) {
-				errs = append(errs, field.Invalid(up.Index(j), u, fmt.Sprintf("not a user name: letters, digits, _ . - (not first), at most %d characters", MaxGuestUserNameLength)))
+				errs = append(errs, field.Invalid(up.Index(j), u, "not "+GuestUserNameRule))
 			}
 		}
 	}

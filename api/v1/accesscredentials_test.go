@@ -40,6 +40,8 @@ func TestAccessCredentialErrors(t *testing.T) {
 		{"no users", []AccessCredential{agentKeys()}, nil, "spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users"},
 		{"a user that is a path", []AccessCredential{agentKeys("../../root")}, nil, "spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]"},
 		{"a user with a newline", []AccessCredential{agentKeys("root\nx")}, nil, "spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]"},
+		{"domain and Windows users, as KubeVirt takes them", []AccessCredential{agentKeys("jane@ad.example.com", "Jane Doe", "MACHINE$")}, nil, ""},
+		{"an empty user", []AccessCredential{agentKeys("")}, nil, "spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]"},
 		{"a user too long", []AccessCredential{agentKeys(strings.Repeat("u", MaxGuestUserNameLength+1))}, nil, "spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]"},
 		{"two methods", []AccessCredential{func() AccessCredential {
 			c := agentKeys("fedora")

@@ -49,12 +49,14 @@ ensure_tools() {
 # version_key hashes every input: this script, buildlib.sh, the overlay, and the versions apt would install
 # today of the guest's packages, the libraries most of them share, and the host's bootloader.
 version_key() {
-	local pkg
+	local pkg abi v
 	{
 		printf '%s\n' "$GUEST_RELEASE" "$SUITE" "$KERNEL_ARGS" "$DISK_GIB"
-		for pkg in "${PACKAGES[@]}" libc6 libssl3 python3.11 systemd linux-image-"$(kernel_abi)" \
-			syslinux syslinux-common syslinux-efi; do
-			printf '%s=%s\n' "$pkg" "$(candidate "$pkg")"
+		abi=$(kernel_abi)
+		[[ -n $abi ]] || die "apt does not know which kernel linux-image-cloud-amd64 depends on"
+		for pkg in "${PACKAGES[@]}" libc6 libssl3 python3.11 systemd "linux-image-$abi" syslinux syslinux-common syslinux-efi; do
+			v=$(candidate "$pkg")
+			printf '%s=%s\n' "$pkg" "$v"
 		done
 		(cd "$HERE" && find fedora-like.sh buildlib.sh fedora-like -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
 	} | sha256sum | cut -c1-16
@@ -84,11 +86,15 @@ rootfs() {
 		"$SUITE" "$root" "deb $MIRROR $SUITE main" "deb $MIRROR $SUITE-updates main" \
 		"deb http://deb.debian.org/debian-security $SUITE-security main" >&2 ||
 		die "mmdebstrap failed"
-	cp -a "$HERE/fedora-like/." "$root/"
+	cp -a --no-preserve=ownership "$HERE/fedora-like/." "$root/" # root's, whoever owns the checkout
 	chroot "$root" useradd -m -s /bin/bash -G sudo -c fedora fedora
 	echo 'fedora:fedora' | chroot "$root" chpasswd
 	chmod 0440 "$root/etc/sudoers.d/fedora"
 	chroot "$root" systemctl enable systemd-networkd.service >/dev/null 2>&1
+	# sshd by socket activation: port 22 listens from early boot, before the network is up, so a
+	# connection made while the guest boots waits for sshd instead of being refused.
+	chroot "$root" systemctl disable ssh.service >/dev/null 2>&1
+	chroot "$root" systemctl enable ssh.socket ssh-hostkeys.service >/dev/null 2>&1
 	chroot "$root" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer >/dev/null 2>&1 || true
 	# Every guest is its own machine: a machine id and ssh host keys of its own, made at its first boot.
 	: >"$root/etc/machine-id"

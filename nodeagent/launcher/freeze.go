@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,12 +43,17 @@ func (g *guest) freeze(ctx context.Context, req launcherv1.FreezeRequest) error 
 	case timeout < 0 || timeout > launcherv1.MaxUnfreezeTimeoutSeconds:
 		return fmt.Errorf("%w: unfreezeTimeoutSeconds: must be between 1 and %d, got %d", errBadRequest, launcherv1.MaxUnfreezeTimeoutSeconds, timeout)
 	}
+	grace := time.Duration(timeout) * time.Second
+	// Frozen already: the freeze stands, with the new timeout (KubeVirt's freeze is idempotent).
+	if err := g.do(ctx, request{op: opFreezeAgain, grace: grace}); !errors.Is(err, errNotFrozen) {
+		return err
+	}
 	dom, err := g.agentDomain(ctx, forFreeze) // counted in freezing by the loop
 	if err != nil {
 		return err
 	}
 	defer func() { _ = dom.Free() }()
-	done := request{op: opFreezeDone, outcome: freezeSkipped, grace: time.Duration(timeout) * time.Second}
+	done := request{op: opFreezeDone, outcome: freezeSkipped, grace: grace}
 	if err = ctx.Err(); err == nil {
 		if err = dom.FSFreeze(nil, 0); err == nil {
 			done.outcome = freezeOK
@@ -74,10 +80,18 @@ func (g *guest) unfreeze(ctx context.Context) error {
 	return g.do(context.WithoutCancel(ctx), request{op: opThawed})
 }
 
-// freezeOp is the loop's part of a freeze request (opFreezeDone, opThawed, opThawFailed).
+// errNotFrozen answers opFreezeAgain when the guest is not frozen (or a freeze is under way).
+var errNotFrozen = errors.New("not frozen")
+
+// freezeOp is the loop's part of a freeze request (opFreezeAgain, opFreezeDone, opThawed, opThawFailed).
 func (g *guest) freezeOp(r request) error {
 	stale := r.freezeGen != 0 && r.freezeGen != g.freezeGen
 	switch {
+	case r.op == opFreezeAgain:
+		if !g.frozen || g.freezing > 0 {
+			return errNotFrozen
+		}
+		g.armThaw(r.grace)
 	case r.op == opFreezeDone:
 		g.freezing--
 		if r.outcome == freezeSkipped {

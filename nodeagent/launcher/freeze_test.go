@@ -50,3 +50,20 @@ func TestFreezeState(t *testing.T) {
 	assert.NoError(t, g.freezeOp(request{op: opThawed}))
 	assert.False(t, g.frozen, "the user's thaw counts whatever the state")
 }
+
+// Freezing a frozen guest succeeds without asking the agent, with the new unfreeze timeout (as
+// KubeVirt's freeze, which its conformance spec 7480 calls five times in a row).
+func TestFreezeAgain(t *testing.T) {
+	g := &guest{cfg: &Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	assert.ErrorIs(t, g.freezeOp(request{op: opFreezeAgain, grace: time.Hour}), errNotFrozen, "not frozen: freeze through the agent")
+	g.freezing = 1
+	assert.NoError(t, g.freezeOp(request{op: opFreezeDone, outcome: freezeOK, grace: time.Hour}))
+	first := g.thaw
+	gen := g.freezeGen
+	assert.NoError(t, g.freezeOp(request{op: opFreezeAgain, grace: time.Minute}))
+	assert.True(t, g.frozen)
+	assert.NotSame(t, first, g.thaw, "the thaw timer is armed again")
+	assert.Equal(t, gen, g.freezeGen, "the same freeze: a thaw started for it still counts")
+	g.freezing = 1
+	assert.ErrorIs(t, g.freezeOp(request{op: opFreezeAgain, grace: time.Hour}), errNotFrozen, "a freeze under way: wait for it")
+}

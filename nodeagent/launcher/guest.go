@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -56,9 +54,10 @@ const (
 	opPrepareTarget
 	opMigrate
 	opCancelMigration
-	// opAgent lends a reference to the domain for a guest agent call (guestagent.go); opFreezeDone,
-	// opThawed and opThawFailed move the freeze state (freeze.go).
+	// opAgent lends a reference to the domain for a guest agent call (guestagent.go); opFreezeAgain,
+	// opFreezeDone, opThawed and opThawFailed move the freeze state (freeze.go).
 	opAgent
+	opFreezeAgain
 	opFreezeDone
 	opThawed
 	opThawFailed
@@ -401,7 +400,7 @@ func (g *guest) handle(ctx context.Context, r request) error {
 		err = g.cancelMigration()
 	case opAgent:
 		err = g.lendFor(r.agentFor, r.agentDom)
-	case opFreezeDone, opThawed, opThawFailed:
+	case opFreezeAgain, opFreezeDone, opThawed, opThawFailed:
 		err = g.freezeOp(r)
 	}
 	if err != nil {
@@ -578,26 +577,4 @@ func (g *guest) parseVMI(req launcherv1.SyncRequest) (*virtv1.VirtualMachineInst
 		return nil, fmt.Errorf("%w: %w", errBadRequest, errs.ToAggregate())
 	}
 	return &vmi, nil
-}
-
-// peerUIDKey keys the uid of the process at the other end of a command-socket connection.
-type peerUIDKey struct{}
-
-// peerContext records the connecting process's uid (SO_PEERCRED) in the context of every request
-// on a unix connection; heard reads it.
-func peerContext(ctx context.Context, c net.Conn) context.Context {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return ctx
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return ctx
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) { cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil || credErr != nil {
-		return ctx
-	}
-	return context.WithValue(ctx, peerUIDKey{}, cred.Uid)
 }

@@ -25,10 +25,11 @@ import (
 )
 
 // TestFedoraLikeCredentialsSSHAndSCP boots the Fedora-like guest with three accessCredentials: an SSH
-// key through cloud-init (noCloud), another through the guest agent for the user fedora, and fedora's
-// password through the agent. virtctl ssh and scp log in with each key (the local ssh client against
-// the guest's sshd); the password is the one the guest checks; `virtctl credentials` adds a key and
-// removes one in the agent's Secret, and the running guest follows.
+// key through cloud-init (noCloud, for the default user fedora), another through the guest agent for
+// root, and fedora's password through the agent. virtctl ssh and scp log in with each key (the local
+// ssh client against the guest's sshd); the password is the one the guest checks; `virtctl
+// credentials` adds a key and removes one in the agent's Secret, and the running guest follows, with
+// fedora's keys (not the agent's to manage) untouched.
 func TestFedoraLikeCredentialsSSHAndSCP(t *testing.T) {
 	f := framework.New(t)
 	requireDeployed(f)
@@ -53,9 +54,8 @@ func TestFedoraLikeCredentialsSSHAndSCP(t *testing.T) {
 		return meta.IsStatusConditionTrue(vmi.Status.Conditions, virtv1.VirtualMachineInstanceAccessCredentialsSynchronized), nil
 	})
 
-	for _, key := range []string{cloudKey, agentKey} {
-		waitSSH(t, f, key, true)
-	}
+	waitSSH(t, f, "fedora", cloudKey, true)
+	waitSSH(t, f, "root", agentKey, true)
 	scpRoundTrip(t, f, agentKey, dir)
 	check := `import crypt, sys; h = [l.split(":")[1] for l in open("/etc/shadow") if l.startswith("fedora:")][0]; sys.exit(0 if crypt.crypt(sys.argv[1], h) == h else 3)`
 	if out, code := virtctl(t, f, "", "exec", "fedora", "--", "python3", "-W", "ignore", "-c", check, password); code != 0 {
@@ -63,18 +63,18 @@ func TestFedoraLikeCredentialsSSHAndSCP(t *testing.T) {
 	}
 
 	// The agent's Secret changes under the running guest (--force: the test made it, the VM does not own it).
-	if out, code := virtctl(t, f, "", "credentials", "add-ssh-key", "fedora", "--user", "fedora", "--file", laterKey+".pub",
+	if out, code := virtctl(t, f, "", "credentials", "add-ssh-key", "fedora", "--user", "root", "--file", laterKey+".pub",
 		"--update-secret", "--secret", "keys-agent", "--force"); code != 0 {
 		t.Fatalf("credentials add-ssh-key: exit %d, output:\n%s", code, out)
 	}
-	if out, code := virtctl(t, f, "", "credentials", "remove-ssh-key", "fedora", "--user", "fedora", "--file", agentKey+".pub", "--force"); code != 0 {
+	if out, code := virtctl(t, f, "", "credentials", "remove-ssh-key", "fedora", "--user", "root", "--file", agentKey+".pub", "--force"); code != 0 {
 		t.Fatalf("credentials remove-ssh-key: exit %d, output:\n%s", code, out)
 	}
 	changed := time.Now()
-	waitSSH(t, f, laterKey, true)
-	waitSSH(t, f, agentKey, false)
+	waitSSH(t, f, "root", laterKey, true)
+	waitSSH(t, f, "root", agentKey, false)
 	t.Logf("Secret changed → the guest's authorized_keys followed: %s", time.Since(changed).Round(time.Second))
-	waitSSH(t, f, cloudKey, true) // cloud-init's key is not the agent's to remove
+	waitSSH(t, f, "fedora", cloudKey, true) // fedora is named by no agent credential: its keys stay
 
 	if out, code := virtctl(t, f, "", "stop", "fedora", "--wait", "--timeout", "3m"); code != 0 {
 		t.Fatalf("stop --wait: exit %d, output:\n%s", code, tail(out, 20))
@@ -103,7 +103,7 @@ func fedoraLikeVM(ns, name string) *virtv1.VirtualMachine {
 		{SSHPublicKey: &virtv1.SSHPublicKeyAccessCredential{Source: virtv1.SSHPublicKeyAccessCredentialSource{Secret: secret("keys-cloud")},
 			PropagationMethod: virtv1.SSHPublicKeyAccessCredentialPropagationMethod{NoCloud: &virtv1.NoCloudSSHPublicKeyAccessCredentialPropagation{}}}},
 		{SSHPublicKey: &virtv1.SSHPublicKeyAccessCredential{Source: virtv1.SSHPublicKeyAccessCredentialSource{Secret: secret("keys-agent")},
-			PropagationMethod: virtv1.SSHPublicKeyAccessCredentialPropagationMethod{QemuGuestAgent: &virtv1.QemuGuestAgentSSHPublicKeyAccessCredentialPropagation{Users: []string{"fedora"}}}}},
+			PropagationMethod: virtv1.SSHPublicKeyAccessCredentialPropagationMethod{QemuGuestAgent: &virtv1.QemuGuestAgentSSHPublicKeyAccessCredentialPropagation{Users: []string{"root"}}}}},
 		{UserPassword: &virtv1.UserPasswordAccessCredential{Source: virtv1.UserPasswordAccessCredentialSource{Secret: secret("passwords")},
 			PropagationMethod: virtv1.UserPasswordAccessCredentialPropagationMethod{QemuGuestAgent: &virtv1.QemuGuestAgentUserPasswordAccessCredentialPropagation{}}}},
 	}
@@ -132,13 +132,12 @@ func pub(t *testing.T, key string) string {
 // sshOpts make the local ssh non-interactive: the key or nothing, a fresh guest's host key accepted.
 var sshOpts = []string{"-t", "-o BatchMode=yes", "-t", "-o StrictHostKeyChecking=no", "-t", "-o UserKnownHostsFile=/dev/null", "-t", "-o ConnectTimeout=20"}
 
-// waitSSH waits until `virtctl ssh` with key logs in as fedora (works) or is refused (!works).
-func waitSSH(t *testing.T, f *framework.Framework, key string, works bool) {
+// waitSSH waits until `virtctl ssh` with key logs in as user (works) or is refused (!works).
+func waitSSH(t *testing.T, f *framework.Framework, user, key string, works bool) {
 	t.Helper()
-	name := filepath.Base(key)
 	what := map[bool]string{true: "logs in", false: "is refused"}[works]
-	f.Eventually("ssh with the "+name+" key "+what, 3*time.Minute, func(context.Context) (bool, error) {
-		args := append([]string{"ssh", "fedora@vm/fedora", "-i", key, "--command", "cat /etc/podvirt-release"}, sshOpts...)
+	f.Eventually("ssh as "+user+" with the "+filepath.Base(key)+" key "+what, 3*time.Minute, func(context.Context) (bool, error) {
+		args := append([]string{"ssh", user + "@vm/fedora", "-i", key, "--command", "cat /etc/podvirt-release"}, sshOpts...)
 		out, code := virtctl(t, f, "", args...)
 		if works {
 			return code == 0 && strings.Contains(out, "PODVIRT_GUEST=fedora-like"), nil
@@ -156,10 +155,10 @@ func scpRoundTrip(t *testing.T, f *framework.Framework, key, dir string) {
 	if err := os.WriteFile(src, []byte(hex.EncodeToString(b)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := virtctl(t, f, "", append([]string{"scp", "-i", key, src, "fedora@vm/fedora:/tmp/payload"}, sshOpts...)...); code != 0 {
+	if out, code := virtctl(t, f, "", append([]string{"scp", "-i", key, src, "root@vm/fedora:/tmp/payload"}, sshOpts...)...); code != 0 {
 		t.Fatalf("scp into the guest: exit %d, output:\n%s", code, out)
 	}
-	if out, code := virtctl(t, f, "", append([]string{"scp", "-i", key, "fedora@vm/fedora:/tmp/payload", back}, sshOpts...)...); code != 0 {
+	if out, code := virtctl(t, f, "", append([]string{"scp", "-i", key, "root@vm/fedora:/tmp/payload", back}, sshOpts...)...); code != 0 {
 		t.Fatalf("scp out of the guest: exit %d, output:\n%s", code, out)
 	}
 	got, err := os.ReadFile(back)

@@ -74,7 +74,7 @@ func TestFedoraLike(t *testing.T) {
 	expect(`\[fedora@` + hostname + ` ~\]\$ `)
 	v.send(t, "sudo su")
 	expect(`\[root@` + hostname + ` fedora\]# `)
-	v.send(t, "cloud-init status --wait; systemctl is-active ssh qemu-guest-agent | tr '\\n' ' '; echo =done")
+	v.send(t, "cloud-init status --wait; systemctl is-active ssh.socket qemu-guest-agent | tr '\\n' ' '; echo =done")
 	expect(`status: done\s+active active =done`)
 	if !strings.Contains(v.console.String(), "podvirt-cloud-init-ran") {
 		t.Errorf("cloud-init did not run the seed's runcmd")

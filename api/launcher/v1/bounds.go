@@ -23,9 +23,13 @@ const (
 	ReasonUnknown = "Unknown"
 )
 
+// maxGuestOSField bounds each field of what the guest agent says of the guest's OS.
+const maxGuestOSField = 256
+
 // Bounded returns s made safe to pass on: a reason that is not CamelCase of at most
 // MaxReasonLength becomes ReasonUnknown; messages are cut to MaxMessageLength bytes of valid UTF-8
-// without control characters; at most MaxInterfaces NICs, those named by a DNS label, each with at
+// without control characters (the access credentials' message too; the guest's OS fields cut to
+// maxGuestOSField); at most MaxInterfaces NICs, those named by a DNS label, each with at
 // most MaxIPsPerInterface short addresses and a short MAC; a migration's times in UTC between
 // the years 1970 and 9999, else none.
 func (s Status) Bounded() Status {
@@ -51,6 +55,19 @@ func (s Status) Bounded() Status {
 			nics = append(nics, i)
 		}
 		s.Interfaces = nics
+	}
+	if c := s.AccessCredentials; c != nil {
+		s.AccessCredentials = &CredentialSync{Synchronized: c.Synchronized, Message: BoundedMessage(c.Message)}
+	}
+	if o := s.GuestOSInfo; o != nil { // what the guest says of itself: short lines
+		b := *o
+		for _, f := range []*string{&b.Name, &b.KernelRelease, &b.Version, &b.PrettyName, &b.VersionID, &b.KernelVersion, &b.Machine, &b.ID} {
+			*f = BoundedMessage(*f)
+			if len(*f) > maxGuestOSField {
+				*f = BoundedMessage((*f)[:maxGuestOSField])
+			}
+		}
+		s.GuestOSInfo = &b
 	}
 	if m := s.Migration; m != nil {
 		c := *m

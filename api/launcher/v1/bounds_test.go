@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
 
 // conditionReason is the API's pattern of a condition's reason (metav1.Condition).
@@ -95,4 +97,22 @@ func migrationMessage(s Status) string {
 		return ""
 	}
 	return s.Migration.Message
+}
+
+// What a launcher says of the guest's OS and of its credentials reaches the API short and printable.
+func TestBoundedGuestTexts(t *testing.T) {
+	long := strings.Repeat("x", 2*MaxMessageLength)
+	s := Status{
+		AccessCredentials: &CredentialSync{Message: "\x1b]0;owned\x07" + long},
+		GuestOSInfo:       &virtv1.VirtualMachineInstanceGuestOSInfo{PrettyName: "Debian\x1b[2J" + long, ID: "debian"},
+	}.Bounded()
+	if m := s.AccessCredentials.Message; len(m) > MaxMessageLength || strings.ContainsAny(m, "\x1b\x07") {
+		t.Errorf("credentials message: %d bytes, escapes kept: %q", len(m), m[:20])
+	}
+	if p := s.GuestOSInfo.PrettyName; len(p) > maxGuestOSField || strings.Contains(p, "\x1b") {
+		t.Errorf("pretty name: %d bytes, %q", len(p), p[:20])
+	}
+	if s.GuestOSInfo.ID != "debian" {
+		t.Errorf("id = %q", s.GuestOSInfo.ID)
+	}
 }

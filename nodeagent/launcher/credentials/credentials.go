@@ -1,6 +1,7 @@
 // Package credentials turns an instance's accessCredentials and the Secrets they name into what the
 // guest should hold (authorized keys per user, passwords), and keeps a guest in step with them
-// through its guest agent: only what changed is sent, and keys it did not add are left alone.
+// through its guest agent, as KubeVirt does: a user named by a credential has exactly the keys of
+// its Secrets in authorized_keys (the file is replaced), a password is set when it changes.
 // It reads Secrets as the launcher Pod has them (mounted files) and never talks to Kubernetes.
 package credentials
 
@@ -24,8 +25,6 @@ const (
 	MaxKeys = 256
 	// MaxKeyLength is the longest public key line (an 16384-bit RSA key is about 2.8 KiB).
 	MaxKeyLength = 16 << 10
-	// MaxPasswordLength is the longest password.
-	MaxPasswordLength = 1 << 10
 )
 
 // SecretLookup returns the data of the Secret with the given name.
@@ -86,13 +85,16 @@ func AuthorizedKeys(secret string, data map[string][]byte) ([]string, error) {
 
 // Passwords are a userPassword Secret's data: user name → password.
 func Passwords(secret string, data map[string][]byte) (map[string]string, error) {
+	if len(data) > virtv1.MaxCredentialUsers {
+		return nil, fmt.Errorf("secret %s: passwords of more than %d users", secret, virtv1.MaxCredentialUsers)
+	}
 	out := map[string]string{}
 	for user, pw := range data {
 		switch {
 		case !virtv1.ValidGuestUserName(user):
-			return nil, fmt.Errorf("secret %s: key %q is not a user name", secret, user)
-		case len(pw) == 0 || len(pw) > MaxPasswordLength:
-			return nil, fmt.Errorf("secret %s key %s: a password of 1 to %d bytes", secret, user, MaxPasswordLength)
+			return nil, fmt.Errorf("secret %s: key %q is not %s", secret, user, virtv1.GuestUserNameRule)
+		case len(pw) == 0 || len(pw) > virtv1.MaxCredentialPasswordLength:
+			return nil, fmt.Errorf("secret %s key %s: a password of 1 to %d bytes", secret, user, virtv1.MaxCredentialPasswordLength)
 		case strings.ContainsAny(string(pw), "\x00\n"):
 			return nil, fmt.Errorf("secret %s key %s: a password may not hold a NUL or a newline", secret, user)
 		}
@@ -101,48 +103,67 @@ func Passwords(secret string, data map[string][]byte) (map[string]string, error)
 	return out, nil
 }
 
-// Want is what the guest agent should put into the guest: keys per user, passwords per user.
+// Want is what the guest agent should put into the guest: keys per user, passwords per user. Held
+// users are named by a credential whose Secret could not be read: their keys are left as they are.
 type Want struct {
 	Keys      map[string][]string
 	Passwords map[string]string
+	Held      map[string]bool
 }
 
-// WantFor reads the Secrets of the credentials propagated through the guest agent.
+// WantFor reads the Secrets of the credentials propagated through the guest agent. A Secret that
+// cannot be read, or holds what is not a key or a password, is reported in the error and holds
+// back only its own users: the other credentials are still wanted (a revocation elsewhere goes on).
 func WantFor(creds []virtv1.AccessCredential, secrets SecretLookup) (Want, error) {
-	w := Want{Keys: map[string][]string{}, Passwords: map[string]string{}}
+	w := Want{Keys: map[string][]string{}, Passwords: map[string]string{}, Held: map[string]bool{}}
+	var errs []error
 	for i := range creds {
 		c := &creds[i]
-		if !c.ThroughAgent() {
-			continue
-		}
 		name := c.SecretName()
-		data, err := secrets(name)
-		if err != nil {
-			return Want{}, err
-		}
-		if c.SSHPublicKey != nil {
-			keys, err := AuthorizedKeys(name, data)
-			if err != nil {
-				return Want{}, err
+		switch {
+		case c.SSHPublicKey != nil && c.SSHPublicKey.PropagationMethod.QemuGuestAgent != nil:
+			users := c.SSHPublicKey.PropagationMethod.QemuGuestAgent.Users
+			data, err := secrets(name)
+			var keys []string
+			if err == nil {
+				keys, err = AuthorizedKeys(name, data)
 			}
-			for _, u := range c.SSHPublicKey.PropagationMethod.QemuGuestAgent.Users {
+			if err != nil {
+				errs = append(errs, err)
+				for _, u := range users {
+					w.Held[u] = true
+				}
+				continue
+			}
+			for _, u := range users {
+				if w.Keys[u] == nil {
+					w.Keys[u] = []string{} // no keys is a state too: an emptied Secret empties the file
+				}
 				for _, k := range keys {
 					if !slices.Contains(w.Keys[u], k) {
 						w.Keys[u] = append(w.Keys[u], k)
 					}
 				}
 			}
-			continue
-		}
-		pws, err := Passwords(name, data)
-		if err != nil {
-			return Want{}, err
-		}
-		for u, pw := range pws {
-			w.Passwords[u] = pw
+		case c.UserPassword != nil && c.UserPassword.PropagationMethod.QemuGuestAgent != nil:
+			data, err := secrets(name)
+			var pws map[string]string
+			if err == nil {
+				pws, err = Passwords(name, data)
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for u, pw := range pws {
+				w.Passwords[u] = pw
+			}
 		}
 	}
-	return w, nil
+	for u := range w.Held {
+		delete(w.Keys, u)
+	}
+	return w, errors.Join(errs...)
 }
 
 // CloudInitKeys are the keys of the sshPublicKey credentials propagated by cloud-init: noCloud ones
@@ -174,14 +195,18 @@ func CloudInitKeys(creds []virtv1.AccessCredential, configDrive bool, secrets Se
 
 // Agent is what the guest agent does for a Syncer.
 type Agent interface {
-	AddAuthorizedKeys(ctx context.Context, user string, keys []string) error
+	// SetAuthorizedKeys replaces the user's authorized_keys with keys.
+	SetAuthorizedKeys(ctx context.Context, user string, keys []string) error
+	// RemoveAuthorizedKeys removes keys from the user's authorized_keys.
 	RemoveAuthorizedKeys(ctx context.Context, user string, keys []string) error
 	SetPassword(ctx context.Context, user, password string) error
 }
 
-// Syncer remembers what it put into one guest, so that each Sync sends only the changes: keys added
-// to the Secret are added, keys removed from it are removed (keys the guest's users added themselves
-// stay), passwords are set when they change. Not safe for concurrent use.
+// Syncer remembers what it put into one guest, so that each Sync sends only the changes: a user's
+// keys are set when they differ from what it last set, the keys of a user no longer named are
+// removed, passwords are set when they change. A new Syncer (a new launcher, or the periodic full
+// resync) sets everything again, so a key removed from a Secret while no launcher ran leaves the
+// guest too. Not safe for concurrent use.
 type Syncer struct {
 	keys      map[string][]string
 	passwords map[string][sha256.Size]byte
@@ -194,11 +219,13 @@ func NewSyncer() *Syncer {
 
 // InStep says whether the guest already holds w, as far as this Syncer put it there.
 func (s *Syncer) InStep(w Want) bool {
-	if len(w.Keys) != len(s.keys) {
-		return false
-	}
 	for u, keys := range w.Keys {
-		if !slices.Equal(keys, s.keys[u]) {
+		if had, ok := s.keys[u]; !ok || !slices.Equal(keys, had) {
+			return false
+		}
+	}
+	for u := range s.keys {
+		if _, ok := w.Keys[u]; !ok && !w.Held[u] {
 			return false
 		}
 	}
@@ -210,53 +237,44 @@ func (s *Syncer) InStep(w Want) bool {
 	return true
 }
 
-// Sync brings the guest to w. It goes on past a user that fails and returns every failure; what
-// failed is tried again at the next Sync.
+// Sync brings the guest to w. It goes on past a user that fails and returns every failure (what
+// failed is tried again at the next Sync); it stops when ctx ends, so a slow agent cannot hold it.
 func (s *Syncer) Sync(ctx context.Context, a Agent, w Want) error {
 	var errs []error
-	users := map[string]bool{}
-	for u := range w.Keys {
-		users[u] = true
+	for _, u := range sortedKeys(w.Keys) {
+		if had, ok := s.keys[u]; ok && slices.Equal(had, w.Keys[u]) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := a.SetAuthorizedKeys(ctx, u, w.Keys[u]); err != nil {
+			errs = append(errs, fmt.Errorf("set the keys of user %s: %w", u, err))
+			delete(s.keys, u) // unknown now: set again next time
+			continue
+		}
+		s.keys[u] = slices.Clone(w.Keys[u])
 	}
-	for u := range s.keys {
-		users[u] = true
-	}
-	for _, u := range sortedKeys(users) {
-		had, want := s.keys[u], w.Keys[u]
-		var gone, added []string
-		for _, k := range had {
-			if !slices.Contains(want, k) {
-				gone = append(gone, k)
-			}
+	for _, u := range sortedKeys(s.keys) {
+		if _, ok := w.Keys[u]; ok || w.Held[u] {
+			continue
 		}
-		for _, k := range want {
-			if !slices.Contains(had, k) {
-				added = append(added, k)
-			}
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
 		}
-		if len(gone) > 0 {
-			if err := a.RemoveAuthorizedKeys(ctx, u, gone); err != nil {
-				errs = append(errs, fmt.Errorf("remove keys of user %s: %w", u, err))
-				continue
-			}
+		if err := a.RemoveAuthorizedKeys(ctx, u, s.keys[u]); err != nil {
+			errs = append(errs, fmt.Errorf("remove the keys of user %s: %w", u, err))
+			continue
 		}
-		if len(added) > 0 {
-			if err := a.AddAuthorizedKeys(ctx, u, added); err != nil {
-				errs = append(errs, fmt.Errorf("add keys for user %s: %w", u, err))
-				s.keys[u] = slices.DeleteFunc(slices.Clone(had), func(k string) bool { return slices.Contains(gone, k) })
-				continue
-			}
-		}
-		if len(want) == 0 {
-			delete(s.keys, u)
-		} else {
-			s.keys[u] = slices.Clone(want)
-		}
+		delete(s.keys, u)
 	}
 	for _, u := range sortedKeys(w.Passwords) {
 		sum := sha256.Sum256([]byte(w.Passwords[u]))
 		if s.passwords[u] == sum {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
 		}
 		if err := a.SetPassword(ctx, u, w.Passwords[u]); err != nil {
 			errs = append(errs, fmt.Errorf("set the password of user %s: %w", u, err))

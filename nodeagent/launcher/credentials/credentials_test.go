@@ -46,9 +46,10 @@ func TestPasswords(t *testing.T) {
 	assert.Equal(t, map[string]string{"fedora": "pw 1"}, pws)
 	for name, data := range map[string]map[string][]byte{
 		"a user that is a path": {"../root": []byte("x")},
+		"a user with a colon":   {"root:0": []byte("x")},
 		"empty":                 {"root": nil},
 		"a newline":             {"root": []byte("a\nroot2:x")},
-		"too long":              {"root": []byte(strings.Repeat("p", MaxPasswordLength+1))},
+		"too long":              {"root": []byte(strings.Repeat("p", virtv1.MaxCredentialPasswordLength+1))},
 	} {
 		_, err := Passwords("s", data)
 		assert.Error(t, err, name)
@@ -75,7 +76,13 @@ func TestMountedSecretsAndWant(t *testing.T) {
 	w, err := WantFor(creds, MountedSecrets(dir))
 	require.NoError(t, err, "the cloud-init Secret is not read for the agent")
 	assert.Equal(t, Want{Keys: map[string][]string{"fedora": {"ssh-ed25519 AAAA one"}, "root": {"ssh-ed25519 AAAA one"}},
-		Passwords: map[string]string{"fedora": "s3cret"}}, w)
+		Passwords: map[string]string{"fedora": "s3cret"}, Held: map[string]bool{}}, w)
+
+	write("pass", "root", "two\nlines")
+	w, err = WantFor(creds, MountedSecrets(dir))
+	assert.ErrorContains(t, err, "secret pass key root", "a bad password Secret is reported")
+	assert.Len(t, w.Keys, 2, "and holds nothing else back")
+	require.NoError(t, os.Remove(filepath.Join(dir, "pass", "root")))
 
 	_, err = CloudInitKeys(creds, false, MountedSecrets(dir))
 	assert.ErrorContains(t, err, "secret cloud is not mounted", "the noCloud Secret is read for the seed")
@@ -102,8 +109,8 @@ func (f *fakeAgent) call(what, user string, v any) error {
 	return nil
 }
 
-func (f *fakeAgent) AddAuthorizedKeys(_ context.Context, user string, keys []string) error {
-	return f.call("add", user, keys)
+func (f *fakeAgent) SetAuthorizedKeys(_ context.Context, user string, keys []string) error {
+	return f.call("set", user, keys)
 }
 
 func (f *fakeAgent) RemoveAuthorizedKeys(_ context.Context, user string, keys []string) error {
@@ -121,7 +128,7 @@ func TestSyncerSendsOnlyChanges(t *testing.T) {
 	w1 := Want{Keys: map[string][]string{"fedora": {"k1", "k2"}}, Passwords: map[string]string{"fedora": "p1"}}
 	assert.False(t, s.InStep(w1))
 	require.NoError(t, s.Sync(ctx, a, w1))
-	assert.Equal(t, []string{"add fedora [k1 k2]", "password fedora p1"}, a.calls)
+	assert.Equal(t, []string{"set fedora [k1 k2]", "password fedora p1"}, a.calls)
 	assert.True(t, s.InStep(w1))
 
 	a.calls = nil
@@ -131,27 +138,42 @@ func TestSyncerSendsOnlyChanges(t *testing.T) {
 	a.calls = nil
 	w2 := Want{Keys: map[string][]string{"fedora": {"k2", "k3"}, "root": {"k9"}}, Passwords: map[string]string{"fedora": "p2"}}
 	require.NoError(t, s.Sync(ctx, a, w2))
-	assert.Equal(t, []string{"remove fedora [k1]", "add fedora [k3]", "add root [k9]", "password fedora p2"}, a.calls)
+	assert.Equal(t, []string{"set fedora [k2 k3]", "set root [k9]", "password fedora p2"}, a.calls, "a changed user's file is replaced")
 
 	a.calls = nil
-	w3 := Want{Keys: map[string][]string{"fedora": {"k2", "k3"}}, Passwords: map[string]string{}}
+	w3 := Want{Keys: map[string][]string{"fedora": {}}, Passwords: map[string]string{}}
 	require.NoError(t, s.Sync(ctx, a, w3))
-	assert.Equal(t, []string{"remove root [k9]"}, a.calls, "a user no longer named loses the keys it was given")
+	assert.Equal(t, []string{"set fedora []", "remove root [k9]"}, a.calls, "an emptied Secret empties the file; a user no longer named loses the keys it was given")
 	assert.True(t, s.InStep(w3))
+
+	a.calls = nil
+	require.NoError(t, NewSyncer().Sync(ctx, a, w3))
+	assert.Equal(t, []string{"set fedora []"}, a.calls, "a new launcher sets every user again")
 }
 
-func TestSyncerRetriesWhatFailed(t *testing.T) {
+// A Secret that cannot be read holds back its own users only; a failed call is tried again.
+func TestSyncerHoldsAndRetries(t *testing.T) {
 	ctx := context.Background()
 	s := NewSyncer()
-	a := &fakeAgent{failUser: "root"}
+	a := &fakeAgent{}
+	require.NoError(t, s.Sync(ctx, a, Want{Keys: map[string][]string{"fedora": {"k1"}, "root": {"k2"}}}))
+	a.calls = nil
+	held := Want{Keys: map[string][]string{"root": {}}, Held: map[string]bool{"fedora": true}}
+	require.NoError(t, s.Sync(ctx, a, held))
+	assert.Equal(t, []string{"set root []"}, a.calls, "fedora's keys stay while its Secret is unreadable; root's revocation goes on")
+	assert.True(t, s.InStep(held))
+
+	s, a = NewSyncer(), &fakeAgent{failUser: "root"}
 	w := Want{Keys: map[string][]string{"fedora": {"k1"}, "root": {"k1"}}, Passwords: map[string]string{"root": "p"}}
 	err := s.Sync(ctx, a, w)
-	assert.ErrorContains(t, err, "add keys for user root: refused")
+	assert.ErrorContains(t, err, "set the keys of user root: refused")
 	assert.ErrorContains(t, err, "set the password of user root: refused")
 	assert.False(t, s.InStep(w))
-
 	a.failUser, a.calls = "", nil
 	require.NoError(t, s.Sync(ctx, a, w))
-	assert.Equal(t, []string{"add root [k1]", "password root p"}, a.calls, "only what failed is sent again")
-	assert.True(t, s.InStep(w))
+	assert.Equal(t, []string{"set root [k1]", "password root p"}, a.calls, "only what failed is sent again")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.ErrorIs(t, NewSyncer().Sync(cancelled, a, w), context.Canceled, "a deadline stops the pass")
 }
