@@ -97,6 +97,7 @@ func (h *Handlers) calls() map[string]http.HandlerFunc {
 		subv1.Unfreeze:       h.unfreeze,
 		subv1.Exec:           h.exec,
 		subv1.ExpandSpec:     h.expandSpec,
+		subv1.ObjectGraph:    h.objectGraph,
 		subv1.Console:        stream(agentv1.PathConsole),
 		subv1.VNC:            stream(agentv1.PathVNC),
 		subv1.PortForward:    h.portForward,

@@ -70,7 +70,7 @@ func NewCommand(name string, streams genericiooptions.IOStreams) *cobra.Command 
 		newSoftRebootCommand, newResetCommand, newMigrateCommand, newMigrateCancelCommand, newConsoleCommand, newVNCCommand, newPortForwardCommand,
 		newLogsCommand, newExposeCommand, newCreateCommand, newSSHCommand, newSCPCommand, newDashboardCommand, newVersionCommand,
 		newGuestOSInfoCommand, newUserListCommand, newFSListCommand, newFreezeCommand, newUnfreezeCommand, newExecCommand,
-		newExpandCommand, newCredentialsCommand,
+		newExpandCommand, newCredentialsCommand, newObjectGraphCommand, newPermittedDevicesCommand,
 	} {
 		root.AddCommand(newCmd(kube, streams))
 	}

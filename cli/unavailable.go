@@ -20,6 +20,9 @@ var unavailable = []struct{ use, short, needs string }{
 	{"usbredir", "Redirect a USB device to a virtual machine instance (needs USB redirection: not in Podvirt)",
 		"it needs USB redirection devices in the guest (spec.domain.devices.clientPassthrough, refused by Podvirt's admission) and the usbredir " +
 			"subresource, which Podvirt does not serve"},
+	{"template", "Work with VirtualMachineTemplates (needs KubeVirt's template API: not in Podvirt)",
+		"it needs KubeVirt's VirtualMachineTemplate API (template.kubevirt.io and its process subresource, from virt-template), which Podvirt " +
+			"does not serve; write the VirtualMachine yourself, or with virtctl create vm"},
 }
 
 func newUnavailableCommands(_ *genericclioptions.ConfigFlags, _ genericiooptions.IOStreams) []*cobra.Command {

@@ -1,9 +1,11 @@
 package nodeagent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -300,10 +302,14 @@ func setEmulationCondition(vmi *virtv1.VirtualMachineInstance, d accel.Decision,
 // the launcher's (else the spec's).
 func interfaceStatus(vmi *virtv1.VirtualMachineInstance, live []launcherv1.Interface, pod *corev1.Pod) []virtv1.VirtualMachineInstanceNetworkInterface {
 	macs := map[string]string{}
+	guest := map[string]launcherv1.Interface{} // what the guest agent says of each NIC
 	var names []string
 	for _, i := range live {
 		macs[i.Name] = i.MAC
 		names = append(names, i.Name)
+		if i.GuestName != "" {
+			guest[i.Name] = i
+		}
 	}
 	if spec := vmi.Spec.Domain.Devices.Interfaces; len(spec) > 0 {
 		names = names[:0]
@@ -327,12 +333,23 @@ func interfaceStatus(vmi *virtv1.VirtualMachineInstance, live []launcherv1.Inter
 	}
 	out := make([]virtv1.VirtualMachineInstanceNetworkInterface, 0, len(names))
 	for _, name := range names {
+		var nic virtv1.VirtualMachineInstanceNetworkInterface
 		if secondary[name] {
-			out = append(out, virtv1.VirtualMachineInstanceNetworkInterface{Name: name, MAC: macs[name],
-				PodInterfaceName: launcherv1.SecondaryNetworkDevices(name).PodInterface, InfoSource: "domain, multus-status"})
-			continue
+			nic = virtv1.VirtualMachineInstanceNetworkInterface{Name: name, MAC: macs[name],
+				PodInterfaceName: launcherv1.SecondaryNetworkDevices(name).PodInterface, InfoSource: "domain, multus-status"}
+		} else {
+			nic = virtv1.VirtualMachineInstanceNetworkInterface{Name: name, IP: pod.Status.PodIP, IPs: ips, MAC: macs[name]}
 		}
-		out = append(out, virtv1.VirtualMachineInstanceNetworkInterface{Name: name, IP: pod.Status.PodIP, IPs: ips, MAC: macs[name]})
+		if g, ok := guest[name]; ok {
+			// As KubeVirt: the guest's name for the NIC; on a bridged (Multus) network its own
+			// addresses, on the masqueraded Pod network the Pod's, which is where it is reached.
+			nic.InterfaceName = g.GuestName
+			nic.InfoSource = strings.Replace(cmp.Or(nic.InfoSource, "domain"), "domain", "domain, guest-agent", 1)
+			if secondary[name] && len(g.GuestIPs) > 0 {
+				nic.IP, nic.IPs = g.GuestIPs[0], g.GuestIPs
+			}
+		}
+		out = append(out, nic)
 	}
 	if len(out) == 0 {
 		return nil

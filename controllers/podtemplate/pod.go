@@ -74,7 +74,7 @@ const PodNamePrefix = "virt-launcher-"
 // PersistentStateClaim names the claim that keeps an instance's state across restarts (a persistent
 // TPM's, persistent EFI variables): KubeVirt's name. A VM's instances share their VM's name, so each start finds it again.
 func PersistentStateClaim(vmi *virtv1.VirtualMachineInstance) string {
-	return "persistent-state-for-" + vmi.Name
+	return virtv1.PersistentStateClaimName(vmi.Name)
 }
 
 // RenderPod is the launcher Pod of vmi: the compute container (launcher, libvirt, qemu), one container

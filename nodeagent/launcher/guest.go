@@ -98,6 +98,8 @@ type guest struct {
 	agentInfo   *virtv1.VirtualMachineInstanceGuestAgentInfo
 	agentInfoAt time.Time
 	agentFetch  chan struct{}
+	// guestNICs are the guest's NICs as the agent last reported them (name, MAC, addresses).
+	guestNICs []launcherv1.Interface
 	// agentReboot is set while a reboot through the guest agent runs (one at a time); agentCalls
 	// joins the goroutines that call the agent for the loop (a reboot, a thaw, a fetch) when it ends.
 	agentReboot atomic.Bool
@@ -132,8 +134,10 @@ type guest struct {
 	freezing  int
 	freezeGen uint64
 	thawTries int
-	// agentUp: the guest agent was connected at the last refresh.
-	agentUp bool
+	// agentUp: the guest agent was connected at the last refresh; agentAsked: when the loop last
+	// started a background fetch of what it reports.
+	agentUp    bool
+	agentAsked time.Time
 	// credSync: the goroutine propagating accessCredentials was started.
 	credSync bool
 	stopped  *lifecycle
@@ -442,7 +446,7 @@ const stoppedEventWait = 2 * time.Second
 
 // refresh publishes the domain's current state; gone reports the domain has ended, with its final status.
 func (g *guest) refresh() (final launcherv1.Status, gone bool) {
-	st := launcherv1.Status{Emulation: g.emulation, Interfaces: g.ifaces, QemuPID: g.qemuPID(), Migration: g.migrationStatus()}
+	st := launcherv1.Status{Emulation: g.emulation, Interfaces: g.withGuestNICs(g.ifaces), QemuPID: g.qemuPID(), Migration: g.migrationStatus()}
 	state, reason, err := g.dom.GetState()
 	switch {
 	case err == nil && state != libvirt.DOMAIN_SHUTOFF && state != libvirt.DOMAIN_CRASHED:

@@ -6,6 +6,8 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -131,17 +133,23 @@ func (g *guest) lendFor(purpose agentPurpose, out **libvirt.Domain) error {
 	return lend()
 }
 
-// followAgent notes the agent's connection at a refresh. On connecting, what it says of the guest is
-// fetched in the background (the status carries the OS; one such fetch at a time, so a guest opening
-// and closing its port costs little), and a guest counted as frozen is asked whether it still is (a
-// reboot thaws it). Going away changes nothing else: the file systems of a guest whose agent stopped
-// stay frozen, and the thaw timer runs on.
+// agentRefresh is how often what the agent reports (the OS, the NICs' names and addresses) is
+// fetched again while it stays connected.
+const agentRefresh = 30 * time.Second
+
+// followAgent notes the agent's connection at a refresh. On connecting, and every agentRefresh while
+// connected, what it says of the guest is fetched in the background (the status carries the OS and
+// the NICs; one such fetch at a time, so a guest opening and closing its port costs little); on
+// connecting, a guest counted as frozen is asked whether it still is (a reboot thaws it). Going away
+// changes nothing else: the file systems of a guest whose agent stopped stay frozen, and the thaw
+// timer runs on.
 func (g *guest) followAgent(up bool) {
 	was := g.agentUp
 	g.agentUp = up
-	if !up || was || !g.agentFetching.CompareAndSwap(false, true) {
+	if !up || (was && time.Since(g.agentAsked) < agentRefresh) || !g.agentFetching.CompareAndSwap(false, true) {
 		return
 	}
+	g.agentAsked = time.Now()
 	if err := g.dom.AgentSetResponseTimeout(agentTimeoutSeconds, 0); err != nil {
 		g.cfg.Log.Error("Guest agent timeout", "err", err)
 	}
@@ -149,7 +157,7 @@ func (g *guest) followAgent(up bool) {
 		g.agentFetching.Store(false)
 		return
 	}
-	d, frozen, gen := *g.dom, g.frozen, g.freezeGen
+	d, frozen, gen := *g.dom, g.frozen && !was, g.freezeGen
 	g.agentCalls.Add(1)
 	go func() {
 		defer g.agentCalls.Done()
@@ -163,7 +171,7 @@ func (g *guest) followAgent(up bool) {
 				_ = g.do(ctx, request{op: opThawed, freezeGen: gen})
 			}
 		}
-		if _, err := g.fetchAgentInfo(ctx, &d); err != nil {
+		if _, err := g.fetchAgentInfo(ctx, &d, true); err != nil && !was {
 			g.cfg.Log.Info("The guest agent connected but did not say what the guest runs", "err", err)
 		}
 	}()
@@ -262,7 +270,7 @@ func (g *guest) guestAgentInfo(ctx context.Context) (*virtv1.VirtualMachineInsta
 			return nil, err
 		}
 		defer func() { _ = dom.Free() }()
-		if info, err = g.fetchAgentInfo(ctx, dom); err != nil {
+		if info, err = g.fetchAgentInfo(ctx, dom, false); err != nil {
 			return nil, err
 		}
 	}
@@ -276,14 +284,14 @@ func (g *guest) guestAgentInfo(ctx context.Context) (*virtv1.VirtualMachineInsta
 // fetchAgentInfo asks the agent (one fetch at a time: a caller that waited for another's gets its
 // answer) and caches the answer. A frozen guest's agent answers little more than guest-info: the
 // rest is what it said before the freeze.
-func (g *guest) fetchAgentInfo(ctx context.Context, dom *libvirt.Domain) (*virtv1.VirtualMachineInstanceGuestAgentInfo, error) {
+func (g *guest) fetchAgentInfo(ctx context.Context, dom *libvirt.Domain, again bool) (*virtv1.VirtualMachineInstanceGuestAgentInfo, error) {
 	select {
 	case g.agentFetch <- struct{}{}:
 		defer func() { <-g.agentFetch }()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if info := g.cachedAgentInfo(agentInfoFresh); info != nil {
+	if info := g.cachedAgentInfo(agentInfoFresh); info != nil && !again {
 		return info, nil
 	}
 	var agent struct {
@@ -307,16 +315,65 @@ func (g *guest) fetchAgentInfo(ctx context.Context, dom *libvirt.Domain) (*virtv
 	if g.Status().Frozen {
 		return info, nil // not cached: the rest is the earlier answer's
 	}
-	gi, err := dom.GetGuestInfo(libvirt.DOMAIN_GUEST_INFO_USERS|libvirt.DOMAIN_GUEST_INFO_OS|libvirt.DOMAIN_GUEST_INFO_TIMEZONE|
-		libvirt.DOMAIN_GUEST_INFO_HOSTNAME|libvirt.DOMAIN_GUEST_INFO_FILESYSTEM, 0)
+	const what = libvirt.DOMAIN_GUEST_INFO_USERS | libvirt.DOMAIN_GUEST_INFO_OS | libvirt.DOMAIN_GUEST_INFO_TIMEZONE |
+		libvirt.DOMAIN_GUEST_INFO_HOSTNAME | libvirt.DOMAIN_GUEST_INFO_FILESYSTEM
+	gi, err := dom.GetGuestInfo(what|libvirt.DOMAIN_GUEST_INFO_INTERFACES, 0)
+	if err != nil { // an agent that does not list its NICs says the rest
+		gi, err = dom.GetGuestInfo(what, 0)
+	}
 	if err != nil {
 		return nil, agentError("guest info", err)
 	}
 	fillGuestInfo(info, gi)
+	nics := guestNICs(gi.Interfaces)
 	g.mu.Lock()
-	g.agentInfo, g.agentInfoAt = info.DeepCopy(), time.Now()
+	g.agentInfo, g.agentInfoAt, g.guestNICs = info.DeepCopy(), time.Now(), nics
 	g.mu.Unlock()
 	return info, nil
+}
+
+// guestNICs are the guest's NICs as the agent lists them (loopback left out), bounded.
+func guestNICs(in []libvirt.DomainGuestInfoInterface) []launcherv1.Interface {
+	var out []launcherv1.Interface
+	for _, nic := range in {
+		if len(out) == maxGuestItems {
+			break
+		}
+		if nic.Hwaddr == "" || nic.Hwaddr == "00:00:00:00:00:00" {
+			continue
+		}
+		it := launcherv1.Interface{GuestName: bound(nic.Name), MAC: strings.ToLower(bound(nic.Hwaddr))}
+		for _, a := range nic.Addrs {
+			ip, err := netip.ParseAddr(a.Addr)
+			switch {
+			case len(it.GuestIPs) == launcherv1.MaxIPsPerInterface:
+			case err != nil || ip.IsLinkLocalUnicast() || ip.IsLoopback(): // as KubeVirt: the addresses others reach it at
+			default:
+				it.GuestIPs = append(it.GuestIPs, ip.String())
+			}
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// withGuestNICs is nics with the name and addresses the agent reported for each (by MAC), as a copy.
+func (g *guest) withGuestNICs(nics []launcherv1.Interface) []launcherv1.Interface {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.guestNICs) == 0 || len(nics) == 0 {
+		return nics
+	}
+	out := slices.Clone(nics)
+	for i := range out {
+		for _, gn := range g.guestNICs {
+			if strings.EqualFold(gn.MAC, out[i].MAC) {
+				out[i].GuestName, out[i].GuestIPs = gn.GuestName, gn.GuestIPs
+				break
+			}
+		}
+	}
+	return out
 }
 
 // fillGuestInfo copies libvirt's guest info into info, bounded.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,8 @@ func TestFedoraLikeCredentialsSSHAndSCP(t *testing.T) {
 		return meta.IsStatusConditionTrue(vmi.Status.Conditions, virtv1.VirtualMachineInstanceAccessCredentialsSynchronized), nil
 	})
 
+	guestSideNIC(t, f)
+	objectGraph(t, f)
 	waitSSH(t, f, "fedora", cloudKey, true)
 	waitSSH(t, f, "root", agentKey, true)
 	scpRoundTrip(t, f, agentKey, dir)
@@ -164,5 +167,50 @@ func scpRoundTrip(t *testing.T, f *framework.Framework, key, dir string) {
 	got, err := os.ReadFile(back)
 	if err != nil || string(got) != hex.EncodeToString(b) {
 		t.Errorf("the file copied in and out differs (%d bytes back, err %v)", len(got), err)
+	}
+}
+
+// guestSideNIC: the status names the pod network's NIC as the guest does (its agent's eth0) and says so.
+func guestSideNIC(t *testing.T, f *framework.Framework) {
+	t.Helper()
+	f.Eventually("status.interfaces with the guest's name for the NIC", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		vmi := &virtv1.VirtualMachineInstance{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "fedora"}, vmi); err != nil {
+			return false, err
+		}
+		nics := vmi.Status.Interfaces
+		return len(nics) == 1 && nics[0].InterfaceName == "eth0" && nics[0].InfoSource == "domain, guest-agent" && nics[0].IP != "", nil
+	})
+}
+
+// objectGraph: virtctl objectgraph lists the instance, its launcher Pod and the credentials' Secrets,
+// and --selector keeps only what it selects.
+func objectGraph(t *testing.T, f *framework.Framework) {
+	t.Helper()
+	out, code := virtctl(t, f, "", "objectgraph", "fedora")
+	var graph virtv1.ObjectGraphNode
+	if code != 0 || json.Unmarshal([]byte(out), &graph) != nil {
+		t.Fatalf("objectgraph: exit %d, output:\n%s", code, out)
+	}
+	found := map[string]bool{}
+	var walk func(n virtv1.ObjectGraphNode)
+	walk = func(n virtv1.ObjectGraphNode) {
+		found[n.ObjectReference.Kind+"/"+n.ObjectReference.Name] = true
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(graph)
+	for _, want := range []string{"VirtualMachine/fedora", "VirtualMachineInstance/fedora", "Secret/keys-cloud", "Secret/keys-agent", "Secret/passwords"} {
+		if !found[want] {
+			t.Errorf("objectgraph lacks %s; it has %v", want, found)
+		}
+	}
+	if !strings.Contains(out, `"kind": "Pod"`) {
+		t.Errorf("objectgraph lacks the launcher Pod:\n%s", out)
+	}
+	out, code = virtctl(t, f, "", "objectgraph", "fedora", "--selector", "kubevirt.io/dependency-type=config", "-o", "yaml")
+	if code != 0 || strings.Contains(out, "kind: VirtualMachineInstance") || !strings.Contains(out, "kind: Secret") {
+		t.Errorf("objectgraph --selector config: exit %d, want the Secrets and not the instance; output:\n%s", code, out)
 	}
 }

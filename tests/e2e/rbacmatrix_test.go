@@ -167,14 +167,15 @@ func matrixCallers(t *testing.T, f *framework.Framework) []matrixCaller {
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"*"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachines/migrate"}, Verbs: []string{"update"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachines/console", "virtualmachines/vnc", "virtualmachines/portforward",
-			"virtualmachines/expand-spec"}, Verbs: []string{"get"}},
+			"virtualmachines/expand-spec", "virtualmachines/objectgraph"}, Verbs: []string{"get"}},
 	}})
 	f.Create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vmi-only"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"*"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset",
 			"virtualmachineinstances/freeze", "virtualmachineinstances/unfreeze"}, Verbs: []string{"update"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/portforward",
-			"virtualmachineinstances/guestosinfo", "virtualmachineinstances/userlist", "virtualmachineinstances/filesystemlist"}, Verbs: []string{"get"}},
+			"virtualmachineinstances/guestosinfo", "virtualmachineinstances/userlist", "virtualmachineinstances/filesystemlist",
+			"virtualmachineinstances/objectgraph"}, Verbs: []string{"get"}},
 		{APIGroups: []string{subv1.GroupName}, Resources: []string{"virtualmachineinstances/exec"}, Verbs: []string{"create"}},
 	}})
 	sa := func(ns, name, kind, role string) matrixCaller {

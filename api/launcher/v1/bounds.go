@@ -52,6 +52,14 @@ func (s Status) Bounded() Status {
 				}
 			}
 			i.IPs = ips
+			i.GuestName = shortWord(i.GuestName, 64)
+			guest := make([]string, 0, min(len(i.GuestIPs), MaxIPsPerInterface))
+			for _, ip := range i.GuestIPs {
+				if ip = shortWord(ip, 64); ip != "" && len(guest) < MaxIPsPerInterface {
+					guest = append(guest, ip)
+				}
+			}
+			i.GuestIPs = guest
 			nics = append(nics, i)
 		}
 		s.Interfaces = nics

@@ -317,6 +317,10 @@ type Interface struct {
 	Name string   `json:"name"`
 	MAC  string   `json:"mac,omitempty"`
 	IPs  []string `json:"ips,omitempty"`
+	// GuestName and GuestIPs are the NIC's name and addresses inside the guest, as its guest agent
+	// last reported them (matched by MAC); empty without an agent.
+	GuestName string   `json:"guestName,omitempty"`
+	GuestIPs  []string `json:"guestIPs,omitempty"`
 }
 
 // Error is the body of a non-2xx reply.

@@ -33,6 +33,8 @@ const (
 	Exec           = "exec"
 	// ExpandSpec is a VM as its instance would be made: instancetype and preference applied.
 	ExpandSpec = "expand-spec"
+	// ObjectGraph is the objects a VM or an instance owns or uses.
+	ObjectGraph = "objectgraph"
 )
 
 // Version is the group's version call (GET /apis/subresources.kubevirt.io/v1/version): not a
@@ -93,7 +95,7 @@ func Table() []Subresource {
 		put(VirtualMachineInstances, Pause), put(VirtualMachineInstances, Unpause),
 		put(VirtualMachines, Migrate), put(VirtualMachineInstances, SoftReboot), put(VirtualMachineInstances, Reset),
 		get(VirtualMachineInstances, GuestOSInfo), get(VirtualMachineInstances, UserList), get(VirtualMachineInstances, FileSystemList),
-		get(VirtualMachines, ExpandSpec),
+		get(VirtualMachines, ExpandSpec), get(VirtualMachines, ObjectGraph), get(VirtualMachineInstances, ObjectGraph),
 		put(VirtualMachineInstances, Freeze), put(VirtualMachineInstances, Unfreeze),
 		// exec runs a command in the guest, as create on pods/exec does in a container; its name makes
 		// it long-running in kube-apiserver too, which proxies it here.
