@@ -39,7 +39,7 @@ func (h *Handlers) objectGraph(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var root virtv1.ObjectGraphNode
-	if strings.Contains(r.URL.Path, "/"+subv1.VirtualMachines+"/") {
+	if strings.Contains(r.Pattern, "/"+subv1.VirtualMachines+"/{name}/") { // the route, not the path: a namespace may be called anything
 		vm := &virtv1.VirtualMachine{}
 		if err := h.Client.Get(ctx, key, vm); err != nil {
 			writeError(w, r, err)
