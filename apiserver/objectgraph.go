@@ -81,16 +81,10 @@ func filterGraph(nodes []virtv1.ObjectGraphNode, optional bool, selector labels.
 
 // graphNode is one node: the object's group, kind, name and namespace ("" for a cluster-scoped one).
 func graphNode(group, kind, name, namespace, dependency string, optional bool, children ...virtv1.ObjectGraphNode) virtv1.ObjectGraphNode {
-	n := virtv1.ObjectGraphNode{
-		ObjectReference: corev1.TypedObjectReference{Kind: kind, Name: name},
+	n := virtv1.ObjectGraphNode{ // the group and namespace even when "" (core, cluster-scoped), as KubeVirt
+		ObjectReference: corev1.TypedObjectReference{APIGroup: ptr.To(group), Kind: kind, Name: name, Namespace: ptr.To(namespace)},
 		Labels:          map[string]string{virtv1.DependencyTypeLabel: dependency},
 		Children:        children,
-	}
-	if group != "" {
-		n.ObjectReference.APIGroup = ptr.To(group)
-	}
-	if namespace != "" {
-		n.ObjectReference.Namespace = ptr.To(namespace)
 	}
 	if optional {
 		n.Optional = ptr.To(true)
@@ -119,15 +113,17 @@ func (h *Handlers) vmGraph(r *http.Request, vm *virtv1.VirtualMachine) virtv1.Ob
 		scope := ns
 		if strings.EqualFold(kind, clusterKind) {
 			kind, scope = clusterKind, ""
+		} else {
+			kind = strings.TrimPrefix(clusterKind, "VirtualMachineCluster")
+			kind = "VirtualMachine" + kind // the namespaced kind, spelled as the API spells it
 		}
-		var children []virtv1.ObjectGraphNode
+		root.Children = append(root.Children, graphNode("instancetype.kubevirt.io", kind, name, scope, dependencyConfig, true))
 		if ref != nil && ref.ControllerRevisionRef != nil && ref.ControllerRevisionRef.Name != "" {
 			revision = ref.ControllerRevisionRef.Name
 		}
-		if revision != "" {
-			children = append(children, graphNode("apps", "ControllerRevision", revision, ns, dependencyConfig, false))
+		if revision != "" { // what the VM runs with: not optional, as KubeVirt
+			root.Children = append(root.Children, graphNode("apps", "ControllerRevision", revision, ns, dependencyConfig, false))
 		}
-		root.Children = append(root.Children, graphNode("instancetype.kubevirt.io", kind, name, scope, dependencyConfig, true, children...))
 	}
 	if it := vm.Spec.Instancetype; it != nil {
 		matcher(it.Kind, "VirtualMachineClusterInstancetype", "VirtualMachineClusterInstancetype", it.Name, vm.Status.InstancetypeRef, it.RevisionName)
@@ -148,18 +144,18 @@ func (h *Handlers) vmiGraph(r *http.Request, vmi *virtv1.VirtualMachineInstance)
 	return root
 }
 
-// podNodes is the instance's launcher Pod (the one it created: labelled with its uid), if any.
+// podNodes is the instance's launcher Pod (status.launcherPod; only one that carries the instance's
+// uid: a name is not proof), if any.
 func (h *Handlers) podNodes(r *http.Request, vmi *virtv1.VirtualMachineInstance) []virtv1.ObjectGraphNode {
-	pods := &corev1.PodList{}
-	if err := h.Client.List(r.Context(), pods, client.InNamespace(vmi.Namespace),
-		client.MatchingLabels{launcherv1.CreatedByLabel: string(vmi.UID)}, client.Limit(4)); err != nil {
+	if vmi.Status.LauncherPod == "" {
 		return nil
 	}
-	var out []virtv1.ObjectGraphNode
-	for _, p := range pods.Items {
-		out = append(out, graphNode("", "Pod", p.Name, p.Namespace, dependencyCompute, false))
+	pod := &corev1.Pod{}
+	if err := h.Client.Get(r.Context(), client.ObjectKey{Namespace: vmi.Namespace, Name: vmi.Status.LauncherPod}, pod); err != nil ||
+		pod.Labels[launcherv1.CreatedByLabel] != string(vmi.UID) {
+		return nil
 	}
-	return out
+	return []virtv1.ObjectGraphNode{graphNode("", "Pod", pod.Name, pod.Namespace, dependencyCompute, false)}
 }
 
 // specNodes are the objects an instance spec names: access credential Secrets, its volumes' sources

@@ -40,7 +40,8 @@ func TestObjectGraph(t *testing.T) {
 		Status: virtv1.VirtualMachineStatus{Created: true, InstancetypeRef: &virtv1.InstancetypeStatusRef{
 			Name: "u1.small", ControllerRevisionRef: &virtv1.ControllerRevisionRef{Name: "vm1-u1.small-1"}}},
 	}
-	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm1", UID: "uid-1"}}
+	vmi := &virtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm1", UID: "uid-1"},
+		Status: virtv1.VirtualMachineInstanceStatus{LauncherPod: "virt-launcher-vm1-abcde"}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "virt-launcher-vm1-abcde", Labels: map[string]string{launcherv1.CreatedByLabel: "uid-1"}}}
 	h := &Handlers{Client: fake.NewClientBuilder().WithScheme(podvirtscheme.New()).WithObjects(vm, vmi, pod).Build()}
 	mux := http.NewServeMux()
@@ -69,7 +70,7 @@ func TestObjectGraph(t *testing.T) {
 	assert.Equal(t, []string{
 		"VirtualMachine/vm1",
 		" VirtualMachineInstance/vm1", "  Pod/virt-launcher-vm1-abcde",
-		" VirtualMachineClusterInstancetype/u1.small", "  ControllerRevision/vm1-u1.small-1",
+		" VirtualMachineClusterInstancetype/u1.small", " ControllerRevision/vm1-u1.small-1",
 		" Secret/pw", " DataVolume/dv1", "  PersistentVolumeClaim/dv1", " Secret/ud",
 		" NetworkAttachmentDefinition/blue-net",
 	}, names(graph("virtualmachines", "")))
@@ -79,6 +80,8 @@ func TestObjectGraph(t *testing.T) {
 	opts, _ := json.Marshal(virtv1.ObjectGraphOptions{IncludeOptionalNodes: ptr.To(false),
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{virtv1.DependencyTypeLabel: "storage"}}})
 	assert.Equal(t, []string{"VirtualMachine/vm1", " DataVolume/dv1", "  PersistentVolumeClaim/dv1"}, names(graph("virtualmachines", string(opts))))
+	opts, _ = json.Marshal(virtv1.ObjectGraphOptions{IncludeOptionalNodes: ptr.To(false)})
+	assert.Contains(t, names(graph("virtualmachines", string(opts))), " ControllerRevision/vm1-u1.small-1", "the revision the VM runs with is not optional")
 
 	w := httptest.NewRecorder()
 	mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/apis/subresources.kubevirt.io/v1/namespaces/"+ns+"/virtualmachines/vm1/objectgraph",

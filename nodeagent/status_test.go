@@ -268,6 +268,27 @@ func TestInterfaceStatus(t *testing.T) {
 	assert.Nil(t, interfaceStatus(&virtv1.VirtualMachineInstance{}, nil, pod))
 }
 
+// With a guest agent: the guest's names for its NICs; the addresses of a bridged (Multus) NIC are the
+// guest's own, a masqueraded one is still reached at the Pod's.
+func TestInterfaceStatusFromTheGuestAgent(t *testing.T) {
+	pod := readyPod()
+	vmi := vmiIn(virtv1.Running, "")
+	vmi.Spec.Domain.Devices.Interfaces = []virtv1.Interface{{Name: "default"}, {Name: "blue"}}
+	vmi.Spec.Networks = []virtv1.Network{{Name: "default", NetworkSource: virtv1.NetworkSource{Pod: &virtv1.PodNetwork{}}},
+		{Name: "blue", NetworkSource: virtv1.NetworkSource{Multus: &virtv1.MultusNetwork{NetworkName: "blue-net"}}}}
+	got := interfaceStatus(vmi, []launcherv1.Interface{
+		{Name: "default", MAC: "02:00:00:00:00:01", GuestName: "eth0", GuestIPs: []string{"10.0.2.15"}},
+		{Name: "blue", MAC: "02:00:00:00:00:02", GuestName: "eth1", GuestIPs: []string{"192.168.7.20"}},
+	}, pod)
+	require.Len(t, got, 2)
+	assert.Equal(t, "eth0", got[0].InterfaceName)
+	assert.Equal(t, "domain, guest-agent", got[0].InfoSource)
+	assert.Equal(t, "10.244.0.7", got[0].IP, "masquerade: the Pod's address, not the guest's NAT-side one")
+	assert.Equal(t, "eth1", got[1].InterfaceName)
+	assert.Equal(t, "domain, guest-agent, multus-status", got[1].InfoSource)
+	assert.Equal(t, "192.168.7.20", got[1].IP)
+}
+
 func TestEmulationCondition(t *testing.T) {
 	configured := accel.Decide(true, accel.Result{KVMUsable: true})
 	cases := []struct {

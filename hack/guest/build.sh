@@ -393,15 +393,6 @@ build_all() {
 	printf '%s\n' "$out"
 }
 
-# prune removes the outputs of other versions (kernels stay: they take minutes to rebuild).
-prune() {
-	local d
-	for d in "$CACHE"/????????????????; do
-		[[ -d $d && ${d##*/} != "$1" ]] && rm -rf "$d"
-	done
-	return 0
-}
-
 # images packs the OCI image tarballs with cmd/podvirt-image once that tool exists in the repo.
 images() {
 	local out=$1

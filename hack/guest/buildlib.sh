@@ -42,3 +42,12 @@ image_tool_key() {
 		while read -r d; do find "$d" -maxdepth 1 -name '*.go' ! -name '*_test.go'; done |
 		LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 }
+
+# prune removes the cache's outputs (the 16-character version-key directories) of other keys than $1.
+prune() {
+	local d
+	for d in "$CACHE"/????????????????; do
+		[[ -d $d && ${d##*/} != "$1" ]] && rm -rf "$d"
+	done
+	return 0
+}

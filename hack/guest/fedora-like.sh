@@ -186,15 +186,6 @@ build() {
 	printf '%s\n' "$out"
 }
 
-# prune removes the outputs of other versions.
-prune() {
-	local d
-	for d in "$CACHE"/????????????????; do
-		[[ -d $d && ${d##*/} != "$1" ]] && rm -rf "$d"
-	done
-	return 0
-}
-
 # image packs the disk as a containerDisk image tarball (cmd/podvirt-image), once per version of the tool.
 image() {
 	local out=$1 toolkey names=() ref

@@ -146,7 +146,15 @@ const agentRefresh = 30 * time.Second
 func (g *guest) followAgent(up bool) {
 	was := g.agentUp
 	g.agentUp = up
-	if !up || (was && time.Since(g.agentAsked) < agentRefresh) || !g.agentFetching.CompareAndSwap(false, true) {
+	if !up && was { // what it said of the NICs is not true for long: a guest without an agent says nothing
+		g.mu.Lock()
+		g.guestNICs = nil
+		g.mu.Unlock()
+	}
+	// Not again while a freeze is under way or in effect: the agent answers little then, and a
+	// freeze must not wait behind a fetch.
+	again := was && (time.Since(g.agentAsked) < agentRefresh || g.frozen || g.freezing > 0)
+	if !up || again || !g.agentFetching.CompareAndSwap(false, true) {
 		return
 	}
 	g.agentAsked = time.Now()

@@ -189,7 +189,8 @@ func objectGraph(t *testing.T, f *framework.Framework) {
 	t.Helper()
 	out, code := virtctl(t, f, "", "objectgraph", "fedora")
 	var graph virtv1.ObjectGraphNode
-	if code != 0 || json.Unmarshal([]byte(out), &graph) != nil {
+	// The output holds stderr too (a client-go warning would come first): the graph starts at {.
+	if code != 0 || !strings.Contains(out, "{") || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &graph) != nil {
 		t.Fatalf("objectgraph: exit %d, output:\n%s", code, out)
 	}
 	found := map[string]bool{}

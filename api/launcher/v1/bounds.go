@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"net/netip"
 	"strings"
 	"time"
 	"unicode"
@@ -45,21 +46,8 @@ func (s Status) Bounded() Status {
 				continue
 			}
 			i.MAC = shortWord(i.MAC, 64)
-			ips := make([]string, 0, min(len(i.IPs), MaxIPsPerInterface))
-			for _, ip := range i.IPs {
-				if ip = shortWord(ip, 64); ip != "" && len(ips) < MaxIPsPerInterface {
-					ips = append(ips, ip)
-				}
-			}
-			i.IPs = ips
-			i.GuestName = shortWord(i.GuestName, 64)
-			guest := make([]string, 0, min(len(i.GuestIPs), MaxIPsPerInterface))
-			for _, ip := range i.GuestIPs {
-				if ip = shortWord(ip, 64); ip != "" && len(guest) < MaxIPsPerInterface {
-					guest = append(guest, ip)
-				}
-			}
-			i.GuestIPs = guest
+			i.IPs, i.GuestIPs = boundedIPs(i.IPs), guestIPs(i.GuestIPs)
+			i.GuestName = guestWord(i.GuestName)
 			nics = append(nics, i)
 		}
 		s.Interfaces = nics
@@ -90,6 +78,38 @@ func (s Status) Bounded() Status {
 			}
 		}
 		s.Migration = &c
+	}
+	return s
+}
+
+// boundedIPs are at most MaxIPsPerInterface of ips, each a short word.
+func boundedIPs(ips []string) []string {
+	out := make([]string, 0, min(len(ips), MaxIPsPerInterface))
+	for _, ip := range ips {
+		if ip = shortWord(ip, 64); ip != "" && len(out) < MaxIPsPerInterface {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// guestIPs are at most MaxIPsPerInterface of ips that parse as addresses without a zone, in their
+// normal form (the guest, and the launcher, are the tenant's: nothing else reaches the status).
+func guestIPs(ips []string) []string {
+	var out []string
+	for _, s := range ips {
+		if ip, err := netip.ParseAddr(s); err == nil && ip.Zone() == "" && len(out) < MaxIPsPerInterface {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}
+
+// guestWord is a name as a guest gives it ("Ethernet 2" on Windows): printable UTF-8 of at most 64
+// bytes, else "".
+func guestWord(s string) string {
+	if len(s) > 64 || !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return ""
 	}
 	return s
 }

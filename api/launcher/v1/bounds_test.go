@@ -115,4 +115,15 @@ func TestBoundedGuestTexts(t *testing.T) {
 	if s.GuestOSInfo.ID != "debian" {
 		t.Errorf("id = %q", s.GuestOSInfo.ID)
 	}
+
+	nics := Status{Interfaces: []Interface{
+		{Name: "default", GuestName: "Ethernet 2", GuestIPs: []string{"10.0.0.5", "evil", "fe80::1%eth0", "2001:DB8::1"}},
+		{Name: "blue", GuestName: "eth1\x1b[2J"},
+	}}.Bounded().Interfaces
+	if nics[0].GuestName != "Ethernet 2" || len(nics[0].GuestIPs) != 2 || nics[0].GuestIPs[0] != "10.0.0.5" || nics[0].GuestIPs[1] != "2001:db8::1" {
+		t.Errorf("guest side of a NIC: %q %q, want the Windows name and the two addresses that parse, normalised", nics[0].GuestName, nics[0].GuestIPs)
+	}
+	if nics[1].GuestName != "" {
+		t.Errorf("a guest NIC name with an escape: %q, want none", nics[1].GuestName)
+	}
 }
