@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	instancetypev1beta1 "github.com/podvirt/podvirt/api/instancetype/v1beta1"
 	launcherv1 "github.com/podvirt/podvirt/api/launcher/v1"
 	subv1 "github.com/podvirt/podvirt/api/subresources/v1"
 	virtv1 "github.com/podvirt/podvirt/api/v1"
@@ -103,21 +104,19 @@ func (h *Handlers) vmGraph(r *http.Request, vm *virtv1.VirtualMachine) virtv1.Ob
 			root.Children = append(root.Children, graphNode(virtv1.GroupName, "VirtualMachineInstance", vm.Name, ns, dependencyCompute, false, h.podNodes(r, vmi)...))
 		}
 	}
-	matcher := func(kind, defaultKind, clusterKind, name string, ref *virtv1.InstancetypeStatusRef, revision string) {
+	// matcher adds an instancetype or preference (the cluster kind unless the namespaced one is
+	// named) and the revision the VM runs with (status, else the matcher's revisionName).
+	matcher := func(kind, clusterKind, namespacedKind, name string, ref *virtv1.InstancetypeStatusRef, revision string) {
 		if name == "" {
 			return
 		}
-		if kind == "" {
-			kind = defaultKind
-		}
-		scope := ns
-		if strings.EqualFold(kind, clusterKind) {
-			kind, scope = clusterKind, ""
+		scope := ""
+		if kind != "" && !strings.EqualFold(kind, clusterKind) {
+			kind, scope = namespacedKind, ns
 		} else {
-			kind = strings.TrimPrefix(clusterKind, "VirtualMachineCluster")
-			kind = "VirtualMachine" + kind // the namespaced kind, spelled as the API spells it
+			kind = clusterKind
 		}
-		root.Children = append(root.Children, graphNode("instancetype.kubevirt.io", kind, name, scope, dependencyConfig, true))
+		root.Children = append(root.Children, graphNode(instancetypev1beta1.GroupName, kind, name, scope, dependencyConfig, true))
 		if ref != nil && ref.ControllerRevisionRef != nil && ref.ControllerRevisionRef.Name != "" {
 			revision = ref.ControllerRevisionRef.Name
 		}
@@ -126,10 +125,10 @@ func (h *Handlers) vmGraph(r *http.Request, vm *virtv1.VirtualMachine) virtv1.Ob
 		}
 	}
 	if it := vm.Spec.Instancetype; it != nil {
-		matcher(it.Kind, "VirtualMachineClusterInstancetype", "VirtualMachineClusterInstancetype", it.Name, vm.Status.InstancetypeRef, it.RevisionName)
+		matcher(it.Kind, instancetypev1beta1.KindClusterInstancetype, instancetypev1beta1.KindInstancetype, it.Name, vm.Status.InstancetypeRef, it.RevisionName)
 	}
 	if p := vm.Spec.Preference; p != nil {
-		matcher(p.Kind, "VirtualMachineClusterPreference", "VirtualMachineClusterPreference", p.Name, vm.Status.PreferenceRef, p.RevisionName)
+		matcher(p.Kind, instancetypev1beta1.KindClusterPreference, instancetypev1beta1.KindPreference, p.Name, vm.Status.PreferenceRef, p.RevisionName)
 	}
 	if t := vm.Spec.Template; t != nil {
 		root.Children = append(root.Children, specNodes(&t.Spec, vm.Name, ns)...)

@@ -77,6 +77,10 @@ func TestObjectGraph(t *testing.T) {
 
 	assert.Equal(t, []string{"VirtualMachineInstance/vm1", " Pod/virt-launcher-vm1-abcde"}, names(graph("virtualmachineinstances", "")))
 
+	vm.Spec.Instancetype.Kind = "virtualmachineinstancetype" // namespaced, as users may spell it
+	require.NoError(t, h.Client.Update(t.Context(), vm))
+	assert.Contains(t, names(graph("virtualmachines", "")), " VirtualMachineInstancetype/u1.small")
+
 	opts, _ := json.Marshal(virtv1.ObjectGraphOptions{IncludeOptionalNodes: ptr.To(false),
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{virtv1.DependencyTypeLabel: "storage"}}})
 	assert.Equal(t, []string{"VirtualMachine/vm1", " DataVolume/dv1", "  PersistentVolumeClaim/dv1"}, names(graph("virtualmachines", string(opts))))

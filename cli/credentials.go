@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -400,25 +400,15 @@ func (o *CredentialsOptions) SetPassword(ctx context.Context) error {
 	return nil
 }
 
-// keyName is a new data key for a public key in a Secret: ssh-key- and 6 random letters or digits.
-func keyName() string { return "ssh-key-" + randomSuffix(6) }
+// keyName is a new data key for a public key in a Secret: ssh-key- and 6 random characters.
+func keyName() string { return "ssh-key-" + utilrand.String(6) }
 
-// secretName is prefix and 5 random letters or digits (as generateName does), the prefix cut so the
-// name fits a Secret's 253 characters.
+// secretName is prefix and 5 random characters (as generateName does), the prefix cut so the name
+// fits a Secret's 253 characters.
 func secretName(prefix string) string {
 	const maxPrefix = validation.DNS1123SubdomainMaxLength - 5
 	if len(prefix) > maxPrefix {
 		prefix = prefix[:maxPrefix]
 	}
-	return prefix + randomSuffix(5)
-}
-
-func randomSuffix(n int) string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // generateName's: no vowels, no 0, 1, 3
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
+	return prefix + utilrand.String(5)
 }

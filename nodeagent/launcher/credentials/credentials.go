@@ -10,11 +10,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
+
+	corev1 "k8s.io/api/core/v1"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
@@ -31,26 +34,41 @@ const (
 type SecretLookup func(name string) (map[string][]byte, error)
 
 // MountedSecrets reads Secrets from dir/<name>/<key>, as Secret volumes mounted there hold them
-// (the kubelet's hidden ..data entries skipped).
+// (the kubelet's hidden ..data entries skipped), each at most corev1.MaxSecretSize bytes in all, as
+// the API holds them: a mount that says more is refused, not read.
 func MountedSecrets(dir string) SecretLookup {
 	return func(name string) (map[string][]byte, error) {
 		entries, err := os.ReadDir(filepath.Join(dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("secret %s is not mounted in the launcher Pod: %w", name, err)
 		}
-		data := map[string][]byte{}
+		data, left := map[string][]byte{}, int64(corev1.MaxSecretSize)
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), "..") {
 				continue
 			}
-			b, err := os.ReadFile(filepath.Join(dir, name, e.Name()))
+			b, err := readUpTo(filepath.Join(dir, name, e.Name()), left)
 			if err != nil {
 				return nil, fmt.Errorf("read secret %s key %s: %w", name, e.Name(), err)
 			}
-			data[e.Name()] = b
+			data[e.Name()], left = b, left-int64(len(b))
 		}
 		return data, nil
 	}
+}
+
+// readUpTo reads the file at path, failing when it holds more than limit bytes.
+func readUpTo(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("more than a Secret holds (%d bytes in all)", corev1.MaxSecretSize)
+	}
+	return b, err
 }
 
 // AuthorizedKeys are the public keys in a Secret's data: every non-empty line of every value that is

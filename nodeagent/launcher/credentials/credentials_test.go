@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	virtv1 "github.com/podvirt/podvirt/api/v1"
 )
@@ -83,6 +84,11 @@ func TestMountedSecretsAndWant(t *testing.T) {
 	assert.ErrorContains(t, err, "secret pass key root", "a bad password Secret is reported")
 	assert.Len(t, w.Keys, 2, "and holds nothing else back")
 	require.NoError(t, os.Remove(filepath.Join(dir, "pass", "root")))
+
+	write("big", "a", strings.Repeat("k", corev1.MaxSecretSize/2))
+	write("big", "b", strings.Repeat("k", corev1.MaxSecretSize/2+1))
+	_, err = MountedSecrets(dir)("big")
+	assert.ErrorContains(t, err, "more than a Secret holds", "a mount holding more than a Secret can is not read")
 
 	_, err = CloudInitKeys(creds, false, MountedSecrets(dir))
 	assert.ErrorContains(t, err, "secret cloud is not mounted", "the noCloud Secret is read for the seed")
